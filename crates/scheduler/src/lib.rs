@@ -1,0 +1,1 @@
+//! Work in progress: the scheduler lands in the next commits.
