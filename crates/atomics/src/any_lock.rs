@@ -37,6 +37,11 @@ pub enum LockKind {
 
 impl LockKind {
     /// Every lock kind, in the order benchmarks report them.
+    ///
+    /// ```
+    /// use parbench_atomics::LockKind;
+    /// assert_eq!(LockKind::ALL, [LockKind::Tas, LockKind::Ttas, LockKind::Ticket]);
+    /// ```
     pub const ALL: [LockKind; 3] = [LockKind::Tas, LockKind::Ttas, LockKind::Ticket];
 
     /// The name accepted by [`FromStr`]: `tas`, `ttas` or `ticket`.

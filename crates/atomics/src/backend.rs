@@ -50,6 +50,12 @@ pub enum Backend {
 
 impl Backend {
     /// Every backend, best first (the order [`Backend::best`] prefers).
+    ///
+    /// ```
+    /// use parbench_atomics::Backend;
+    /// let names: Vec<_> = Backend::ALL.iter().map(|b| b.name()).collect();
+    /// assert_eq!(names, ["lse", "llsc", "portable"]);
+    /// ```
     pub const ALL: [Backend; 3] = [Backend::Lse, Backend::LlSc, Backend::Portable];
 
     /// The backend's name as accepted by [`FromStr`]: `lse`, `llsc` or `portable`.

@@ -17,7 +17,7 @@
 //! differs. Locks: [`TasLock`] (swap), [`TtasLock`] (load, then compare-and-swap), [`TicketLock`]
 //! (fetch-add tickets, FIFO), behind one [`RawLock`] trait, a data-owning [`SpinMutex`], and
 //! run-time selection through [`LockKind`]/[`AnyLock`] and [`MutexKind`]/[`RuntimeMutex`] (which
-//! adds `std::sync::Mutex`). [`AtomicCounter`] is the counter case; [`lock_bench`] measures
+//! adds `std::sync::Mutex`). [`AtomicCounter`] is the counter case; [`lock_bench()`] measures
 //! throughput and fairness.
 //!
 //! Each lock × backend operation is a non-inlined function with a stable symbol,

@@ -34,6 +34,12 @@ pub enum MutexKind {
 
 impl MutexKind {
     /// Every mutex kind, in the order benchmarks report them.
+    ///
+    /// ```
+    /// use parbench_atomics::MutexKind;
+    /// let names: Vec<_> = MutexKind::ALL.iter().map(|kind| kind.name()).collect();
+    /// assert_eq!(names, ["tas", "ttas", "ticket", "std"]);
+    /// ```
     pub const ALL: [MutexKind; 4] = [
         MutexKind::Spin(LockKind::Tas),
         MutexKind::Spin(LockKind::Ttas),

@@ -2,8 +2,8 @@
 //!
 //! Waiters spin on a relaxed load, which keeps the lock's cache line shared instead of bouncing
 //! it; only when the load sees the lock free do they try a compare-and-swap. This is listing 2.2 of
-//! the INNCABS study (LSE: `CASA` after the load saw 0) and listing 2.1 (LL/SC: `LDAXR`, compare,
-//! `STXR`, retry; a failed compare executes `CLREX`). Unlock is a release store of 0 (`STLR`).
+//! the INNCABS study (LSE: `CASA` after the load saw 0) and listing 2.1 (LL/SC: `LDAXR`, `CBNZ`,
+//! `STXR`, `CBNZ`; a lock seen taken executes `CLREX`). Unlock is a release store of 0 (`STLR`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -13,6 +13,9 @@ use crate::error::Error;
 use crate::raw_lock::RawLock;
 use crate::spin_wait::SpinWait;
 use crate::tas::{LOCKED, UNLOCKED};
+
+// The take compares against zero (`CBNZ` in LL/SC), so a free lock word must be 0.
+const _: () = assert!(UNLOCKED == 0);
 
 /// Test-and-test-and-set spin lock with a run-time chosen [`Backend`].
 ///
@@ -89,7 +92,7 @@ pub(crate) unsafe fn lock<O: AtomicOps>(word: &AtomicU32) {
             wait.wait();
         }
         // SAFETY: forwarded contract (the CPU supports `O`).
-        if unsafe { O::compare_swap_acquire(word, UNLOCKED, LOCKED) } == UNLOCKED {
+        if unsafe { O::compare_zero_swap_acquire(word, LOCKED) } == UNLOCKED {
             return;
         }
     }
@@ -102,5 +105,5 @@ pub(crate) unsafe fn lock<O: AtomicOps>(word: &AtomicU32) {
 #[inline(always)]
 pub(crate) unsafe fn try_lock<O: AtomicOps>(word: &AtomicU32) -> bool {
     // SAFETY: forwarded contract (the CPU supports `O`).
-    unsafe { O::compare_swap_acquire(word, UNLOCKED, LOCKED) == UNLOCKED }
+    unsafe { O::compare_zero_swap_acquire(word, LOCKED) == UNLOCKED }
 }

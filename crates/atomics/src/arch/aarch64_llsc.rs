@@ -69,6 +69,34 @@ unsafe impl AtomicOps for LlScOps {
     }
 
     #[inline(always)]
+    unsafe fn compare_zero_swap_acquire(word: &AtomicU32, new: u32) -> u32 {
+        let previous: u32;
+        // SAFETY: `word.as_ptr()` is valid and aligned; a non-zero value leaves through CLREX
+        // without storing, a lost reservation retries from LDAXR. This is the study's listing 2.1
+        // (LDAXR, CBNZ, STXR, CBNZ).
+        // Ordering: acquire (LDAXR) on success; a failed compare takes nothing.
+        unsafe {
+            asm!(
+                "2:",
+                "ldaxr {previous:w}, [{addr}]",
+                "cbnz {previous:w}, 3f",
+                "stxr {status:w}, {new:w}, [{addr}]",
+                "cbnz {status:w}, 2b",
+                "b 4f",
+                "3:",
+                "clrex",
+                "4:",
+                addr = in(reg) word.as_ptr(),
+                new = in(reg) new,
+                previous = out(reg) previous,
+                status = out(reg) _,
+                options(nostack, preserves_flags),
+            );
+        }
+        previous
+    }
+
+    #[inline(always)]
     unsafe fn fetch_add_acquire(word: &AtomicU32, addend: u32) -> u32 {
         let previous: u32;
         // SAFETY: `word.as_ptr()` is valid and aligned; retried until STXR succeeds.

@@ -1,7 +1,7 @@
 //! The read-modify-write instructions of each backend, one file per architecture and backend.
 //!
-//! A backend is a type implementing [`AtomicOps`]: five primitives (acquire swap, acquire
-//! compare-and-swap, acquire fetch-add, release store, and the counter's acquire-release 64-bit
+//! A backend is a type implementing [`AtomicOps`]: primitives (acquire swap, acquire
+//! compare-and-swap (general and against zero), acquire fetch-add, release store, and the counter's acquire-release 64-bit
 //! fetch-add). The lock algorithms (`tas.rs`, `ttas.rs`, `ticket.rs`) and the counter are written
 //! once, generic over `AtomicOps`, and each backend file instantiates all of them with
 //! [`entry_points!`]. The instantiations are the crate's *entry points*:
@@ -42,6 +42,17 @@ pub(crate) unsafe trait AtomicOps {
     /// # Safety
     /// The CPU supports the implementor's instructions.
     unsafe fn compare_swap_acquire(word: &AtomicU32, expected: u32, new: u32) -> u32;
+
+    /// [`compare_swap_acquire`](Self::compare_swap_acquire) with `expected == 0`: the TTAS
+    /// lock's take. LL/SC overrides it to test with `CBNZ` as in the study's listing 2.1.
+    ///
+    /// # Safety
+    /// The CPU supports the implementor's instructions.
+    #[inline(always)]
+    unsafe fn compare_zero_swap_acquire(word: &AtomicU32, new: u32) -> u32 {
+        // SAFETY: forwarded contract.
+        unsafe { Self::compare_swap_acquire(word, 0, new) }
+    }
 
     /// Adds `addend` (wrapping), returns the previous value; acquire ordering.
     ///
