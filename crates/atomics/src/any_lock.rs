@@ -60,7 +60,7 @@ impl LockKind {
 
 impl fmt::Display for LockKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
@@ -300,6 +300,11 @@ mod tests {
 
     #[test]
     fn unknown_lock_name_lists_valid_names() {
+        assert_eq!(
+            format!("[{:<6}]", LockKind::Tas),
+            "[tas   ]",
+            "Display honours width"
+        );
         let message = "spin".parse::<LockKind>().unwrap_err().to_string();
         assert_eq!(message, "unknown lock `spin` (valid: tas, ttas, ticket)");
         for kind in LockKind::ALL {

@@ -62,7 +62,7 @@ impl MutexKind {
 
 impl fmt::Display for MutexKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
