@@ -3,7 +3,8 @@
 //! The simplest spin lock: an attempt is an unconditional swap (LSE `SWPA`, LL/SC `LDAXR`/`STXR`),
 //! and the previous value says whether the lock was free. Waiters keep writing the lock's cache
 //! line, so under contention the line bounces between cores on every attempt;
-//! [`TtasLock`](crate::TtasLock) avoids that by reading first. Unlock is a release store of 0 (`STLR`).
+//! [`TtasLock`](crate::TtasLock) avoids that by reading first. Unlock is a release store of 0
+//! (`STLR`).
 
 use std::sync::atomic::AtomicU32;
 
