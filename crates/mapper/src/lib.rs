@@ -1,0 +1,3 @@
+//! tmp
+pub mod topology;
+pub use topology::*;
