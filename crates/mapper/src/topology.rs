@@ -268,7 +268,10 @@ impl Topology {
 
     /// Copies the hierarchy out of hwloc. PUs without a core ancestor (some virtual machines and
     /// ARM boards report none) become single-PU cores; cores without a package go to package 0.
-    fn from_hwloc(hw: &hwlocality::Topology, source: TopologySource) -> Result<Self, TopologyError> {
+    fn from_hwloc(
+        hw: &hwlocality::Topology,
+        source: TopologySource,
+    ) -> Result<Self, TopologyError> {
         let mut topology = Topology {
             source,
             packages: Vec::new(),
@@ -286,7 +289,12 @@ impl Topology {
                 Some(hw_core) => *core_of_object
                     .entry(hw_core.global_persistent_index())
                     .or_insert_with(|| {
-                        push_core(&mut topology.cores, &mut topology.packages, hw_core.os_index(), package)
+                        push_core(
+                            &mut topology.cores,
+                            &mut topology.packages,
+                            hw_core.os_index(),
+                            package,
+                        )
                     }),
                 None => push_core(&mut topology.cores, &mut topology.packages, None, package),
             };
@@ -456,7 +464,12 @@ fn intern_package(
     })
 }
 
-fn push_core(cores: &mut Vec<Core>, packages: &mut [Package], os_index: Option<usize>, package: usize) -> usize {
+fn push_core(
+    cores: &mut Vec<Core>,
+    packages: &mut [Package],
+    os_index: Option<usize>,
+    package: usize,
+) -> usize {
     cores.push(Core {
         os_index,
         package,
@@ -569,10 +582,19 @@ mod tests {
     #[test]
     fn synthetic_sibling_sets_are_the_cores_pus() {
         let t = Topology::synthetic("pack:1 core:3 pu:2").unwrap();
-        let sibling_sets: Vec<Vec<usize>> = (0..t.pus().len()).map(|pu| t.siblings(pu).unwrap().to_vec()).collect();
+        let sibling_sets: Vec<Vec<usize>> = (0..t.pus().len())
+            .map(|pu| t.siblings(pu).unwrap().to_vec())
+            .collect();
         assert_eq!(
             sibling_sets,
-            vec![vec![0, 1], vec![0, 1], vec![2, 3], vec![2, 3], vec![4, 5], vec![4, 5]]
+            vec![
+                vec![0, 1],
+                vec![0, 1],
+                vec![2, 3],
+                vec![2, 3],
+                vec![4, 5],
+                vec![4, 5]
+            ]
         );
         assert!(t.siblings(6).is_err());
     }
@@ -602,9 +624,19 @@ mod tests {
 
     #[test]
     fn malformed_synthetic_descriptions_are_typed_errors() {
-        for bad in ["", "pack:", "pack:two", "core:0", "banana:3", "pack:2 core:4 pu:2 extra"] {
+        for bad in [
+            "",
+            "pack:",
+            "pack:two",
+            "core:0",
+            "banana:3",
+            "pack:2 core:4 pu:2 extra",
+        ] {
             assert!(
-                matches!(Topology::synthetic(bad), Err(TopologyError::Synthetic { .. })),
+                matches!(
+                    Topology::synthetic(bad),
+                    Err(TopologyError::Synthetic { .. })
+                ),
                 "{bad:?} should be rejected"
             );
         }
@@ -625,7 +657,10 @@ mod tests {
         let t = Topology::this_system().unwrap();
         assert!(!t.pus().is_empty());
         assert!(t.is_this_system());
-        assert_eq!(t.cores().iter().map(|c| c.pus.len()).sum::<usize>(), t.pus().len());
+        assert_eq!(
+            t.cores().iter().map(|c| c.pus.len()).sum::<usize>(),
+            t.pus().len()
+        );
     }
 
     #[test]
@@ -638,7 +673,9 @@ mod tests {
             .unwrap()
             .build()
             .unwrap();
-        let xml = hw.export_xml(hwlocality::topology::export::xml::XMLExportFlags::empty()).unwrap();
+        let xml = hw
+            .export_xml(hwlocality::topology::export::xml::XMLExportFlags::empty())
+            .unwrap();
         std::fs::write(&path, xml.to_string()).unwrap();
         let t = Topology::from_xml_file(&path).unwrap();
         assert_eq!(t.pus().len(), 8);
@@ -648,20 +685,36 @@ mod tests {
 
     #[test]
     fn bad_xml_is_a_typed_error() {
-        let dir = std::env::temp_dir().join(format!("parbench-mapper-badxml-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("parbench-mapper-badxml-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("bad.xml");
         std::fs::write(&path, "not xml at all").unwrap();
-        assert!(matches!(Topology::from_xml_file(&path), Err(TopologyError::Xml { .. })));
+        assert!(matches!(
+            Topology::from_xml_file(&path),
+            Err(TopologyError::Xml { .. })
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn topology_argument_forms() {
-        assert_eq!(parse_topology_arg("synthetic:core:3 pu:1").unwrap().cores().len(), 3);
+        assert_eq!(
+            parse_topology_arg("synthetic:core:3 pu:1")
+                .unwrap()
+                .cores()
+                .len(),
+            3
+        );
         assert!(parse_topology_arg("this").unwrap().is_this_system());
-        assert!(matches!(parse_topology_arg("xml:/nonexistent.xml"), Err(TopologyError::Xml { .. })));
-        assert!(matches!(parse_topology_arg("synth:core:2"), Err(TopologyError::BadArgument { .. })));
+        assert!(matches!(
+            parse_topology_arg("xml:/nonexistent.xml"),
+            Err(TopologyError::Xml { .. })
+        ));
+        assert!(matches!(
+            parse_topology_arg("synth:core:2"),
+            Err(TopologyError::BadArgument { .. })
+        ));
     }
 
     #[test]
@@ -669,6 +722,9 @@ mod tests {
         let t = Topology::synthetic("pack:2 core:2 pu:2").unwrap();
         let text = t.to_string();
         assert!(text.starts_with("synthetic \"pack:2 core:2 pu:2\": 2 packages, 1 NUMA node, 4 cores, 8 PUs (SMT siblings present)"), "{text}");
-        assert!(text.contains("package 1: core 2 [cpu 4,5] | core 3 [cpu 6,7]"), "{text}");
+        assert!(
+            text.contains("package 1: core 2 [cpu 4,5] | core 3 [cpu 6,7]"),
+            "{text}"
+        );
     }
 }
