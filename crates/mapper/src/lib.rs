@@ -9,3 +9,4 @@ pub use mapping::*;
 pub use mix::*;
 pub use report::*;
 pub use topology::*;
+pub mod perf;
