@@ -53,9 +53,10 @@ pub struct RandomPlacements {
 /// Model scores of every named algorithm and of random placements for one set of threads.
 ///
 /// ```
-/// use parbench_mapper::{compare_on_model, smt_bench_mixes, threads_in_blocks, Topology};
+/// use parbench_mapper::{compare_on_model, declared_kernel_mixes, threads_in_blocks, Topology};
 /// let t = Topology::synthetic("core:4 pu:2")?;
-/// let threads = threads_in_blocks(&smt_bench_mixes()[..4], 8)?;
+/// let kernels = declared_kernel_mixes(&["fp-add", "int-add", "fp-mul", "load-dep"])?;
+/// let threads = threads_in_blocks(&kernels, 8)?;
 /// let comparison = compare_on_model(&t, &threads, 10, 1)?;
 /// assert_eq!(comparison.score_of("instruction-aware"), Some(0.0));
 /// assert_eq!(comparison.score_of("round-robin"), Some(4.0));

@@ -433,7 +433,7 @@ impl Topology {
         if !self.is_this_system() {
             return Ok(Binding::NotThisSystem);
         }
-        if core_affinity::set_for_current(core_affinity::CoreId { id: os_index }) {
+        if pin_current_thread(os_index) {
             Ok(Binding::Bound)
         } else {
             Err(TopologyError::BindRefused { os_index })
@@ -446,6 +446,13 @@ impl Topology {
             pus: self.pus.len(),
         })
     }
+}
+
+/// Pins the calling thread to OS CPU `cpu`; `false` when the OS refuses or the number cannot
+/// be expressed in a `cpu_set_t` (libc's `CPU_SET` panics past `CPU_SETSIZE`).
+pub(crate) fn pin_current_thread(cpu: usize) -> bool {
+    let representable = usize::try_from(libc::CPU_SETSIZE).is_ok_and(|size| cpu < size);
+    representable && core_affinity::set_for_current(core_affinity::CoreId { id: cpu })
 }
 
 fn intern_package(
@@ -676,7 +683,7 @@ mod tests {
         let xml = hw
             .export_xml(hwlocality::topology::export::xml::XMLExportFlags::empty())
             .unwrap();
-        std::fs::write(&path, xml.to_string()).unwrap();
+        std::fs::write(&path, &xml).unwrap();
         let t = Topology::from_xml_file(&path).unwrap();
         assert_eq!(t.pus().len(), 8);
         assert!(!t.is_this_system());
