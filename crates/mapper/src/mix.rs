@@ -37,6 +37,10 @@ pub enum InstrClass {
 
 impl InstrClass {
     /// Every class, in the order mixes store them.
+    ///
+    /// ```
+    /// assert_eq!(parbench_mapper::InstrClass::ALL[0], parbench_mapper::InstrClass::Fp);
+    /// ```
     pub const ALL: [InstrClass; 4] = [
         InstrClass::Fp,
         InstrClass::Int,

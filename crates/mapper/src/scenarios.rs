@@ -38,6 +38,11 @@ pub struct Workload<'a> {
 }
 
 /// Errors while running scenarios.
+///
+/// ```
+/// let err = parbench_mapper::ScenarioError::Pin { cpu: 3 };
+/// assert_eq!(err.to_string(), "cannot pin a scenario thread to CPU 3");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScenarioError {
     /// The OS refused to pin a thread (e.g. the CPU is outside this process's cpuset).

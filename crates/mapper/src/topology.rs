@@ -26,6 +26,11 @@ use hwlocality::object::{TopologyObject, TopologyObjectID};
 use serde::{Deserialize, Serialize};
 
 /// Errors while building or using a [`Topology`].
+///
+/// ```
+/// let err = parbench_mapper::Topology::synthetic("pack:x").unwrap_err();
+/// assert!(err.to_string().starts_with("invalid synthetic topology description"));
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
     /// hwloc could not discover this machine.

@@ -29,6 +29,14 @@ use crate::mix::{InstructionMix, NamedMix};
 use crate::topology::Topology;
 
 /// Errors while building a mapping or its inputs.
+///
+/// ```
+/// use parbench_mapper::{Algorithm, InstructionMix, MapError, Topology};
+/// let t = Topology::synthetic("core:1 pu:2")?;
+/// let err = Algorithm::Compact.map(&t, &[InstructionMix::default(); 3]).unwrap_err();
+/// assert_eq!(err.to_string(), "3 threads do not fit on 2 PUs (one thread per PU)");
+/// # Ok::<(), parbench_mapper::TopologyError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MapError {
     /// Nothing to map.
@@ -94,6 +102,10 @@ pub enum Algorithm {
 
 impl Algorithm {
     /// Names accepted by [`str::parse`], in report order.
+    ///
+    /// ```
+    /// assert_eq!(parbench_mapper::Algorithm::NAMES[0], "instruction-aware");
+    /// ```
     pub const NAMES: [&'static str; 5] = [
         "instruction-aware",
         "round-robin",
@@ -103,6 +115,12 @@ impl Algorithm {
     ];
 
     /// The named (non-random) algorithms, in report order.
+    ///
+    /// ```
+    /// use parbench_mapper::Algorithm;
+    /// let names: Vec<String> = Algorithm::NAMED.iter().map(|a| a.to_string()).collect();
+    /// assert_eq!(names, Algorithm::NAMES);
+    /// ```
     pub const NAMED: [Algorithm; 5] = [
         Algorithm::InstructionAware,
         Algorithm::RoundRobin,

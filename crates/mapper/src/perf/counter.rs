@@ -127,6 +127,13 @@ impl EventCounter {
 
     /// Starts counting.
     ///
+    /// ```
+    /// use parbench_mapper::perf::{EventCounter, SOFTWARE_EVENTS};
+    /// let mut counter = EventCounter::open_on_current_thread(&SOFTWARE_EVENTS[0])?;
+    /// counter.enable()?;
+    /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
+    /// ```
+    ///
     /// # Errors
     /// [`ProfileError::Os`] when the ioctl fails.
     pub fn enable(&mut self) -> Result<(), ProfileError> {
@@ -136,7 +143,18 @@ impl EventCounter {
             .map_err(|e| ProfileError::from_open(name, e))
     }
 
-    /// Stops counting.
+    /// Stops counting; a disabled counter keeps its count.
+    ///
+    /// ```
+    /// use parbench_mapper::perf::{EventCounter, SOFTWARE_EVENTS};
+    /// let mut counter = EventCounter::open_on_current_thread(&SOFTWARE_EVENTS[0])?;
+    /// counter.enable()?;
+    /// counter.disable()?;
+    /// let frozen = counter.read()?.count;
+    /// std::hint::black_box((0..10_000u64).sum::<u64>());
+    /// assert_eq!(counter.read()?.count, frozen);
+    /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
+    /// ```
     ///
     /// # Errors
     /// [`ProfileError::Os`] when the ioctl fails.
@@ -148,6 +166,13 @@ impl EventCounter {
     }
 
     /// Reads the count and its enabled/running times.
+    ///
+    /// ```
+    /// use parbench_mapper::perf::{EventCounter, SOFTWARE_EVENTS};
+    /// let mut never_enabled = EventCounter::open_on_current_thread(&SOFTWARE_EVENTS[0])?;
+    /// assert_eq!(never_enabled.read()?.count, 0);
+    /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
+    /// ```
     ///
     /// # Errors
     /// [`ProfileError::Os`] when the read fails.

@@ -231,6 +231,11 @@ const fn generic_cache(cache: WhichCache, result: CacheResult) -> EventSource {
 }
 
 /// Software events: available without a PMU.
+///
+/// ```
+/// let names: Vec<&str> = parbench_mapper::perf::SOFTWARE_EVENTS.iter().map(|e| e.name).collect();
+/// assert_eq!(names, ["task-clock", "context-switches", "cpu-migrations"]);
+/// ```
 pub const SOFTWARE_EVENTS: [EventSpec; 3] = [
     event(
         "task-clock",

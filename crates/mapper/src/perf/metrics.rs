@@ -24,6 +24,10 @@ use super::events::Quantity;
 use crate::mix::InstrClass;
 
 /// The classification rule, as printed in reports.
+///
+/// ```
+/// assert!(parbench_mapper::perf::SMT_FRIENDLY_RULE.contains("IPC < 1.0"));
+/// ```
 pub const SMT_FRIENDLY_RULE: &str =
     "SMT-friendly when IPC < 1.0 and dispatch-stall fraction >= 0.3";
 
@@ -31,6 +35,12 @@ const FRIENDLY_IPC_BELOW: f64 = 1.0;
 const FRIENDLY_STALL_AT_LEAST: f64 = 0.3;
 
 /// Counted totals per quantity; `None` when at least one event feeding it was unavailable.
+///
+/// ```
+/// use parbench_mapper::perf::{Quantity, QuantityTotals};
+/// let totals = QuantityTotals::from([(Quantity::Cycles, None)]);
+/// assert_eq!(totals[&Quantity::Cycles], None);
+/// ```
 pub type QuantityTotals = BTreeMap<Quantity, Option<f64>>;
 
 /// The study's classification of a thread.

@@ -29,6 +29,12 @@ pub use profile::{
 };
 
 /// Errors from counters and profiles.
+///
+/// ```
+/// use parbench_mapper::perf::{profile_threads, ProfileError, ProfileRequest};
+/// let err = profile_threads(&ProfileRequest::software_only("x", 0), |_| {}).unwrap_err();
+/// assert!(matches!(err, ProfileError::NoThreads));
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
     /// The kernel has no such event on this machine (no PMU, emulator, or unknown raw code).

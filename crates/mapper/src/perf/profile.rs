@@ -21,7 +21,22 @@ use super::events::{
 };
 use super::metrics::{Metrics, QuantityTotals, SMT_FRIENDLY_RULE};
 use super::ProfileError;
-use crate::mix::{InstrClass, InstructionMix};
+use crate::mix::{InstrClass, InstructionMix, NamedMix};
+
+/// Where the instruction mixes returned by [`Profile::mixes_or`] came from.
+///
+/// ```
+/// assert_ne!(parbench_mapper::perf::MixSource::Measured, parbench_mapper::perf::MixSource::Declared);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MixSource {
+    /// From this profile's class counters.
+    Measured,
+    /// Counters unavailable: the workload's declared mix was used.
+    Declared,
+    /// Counters unavailable and nothing declared: no mix.
+    Unavailable,
+}
 
 /// What to profile: a label, the CPU family, the events and the thread count.
 ///
@@ -358,6 +373,51 @@ impl Profile {
                 }
             })
             .collect()
+    }
+
+    /// Per-thread mixes named `WORKLOAD#THREAD`, ready for [`crate::map_report`] (one thread each).
+    ///
+    /// # Errors
+    /// [`ProfileError::NoInstructionMix`] as for [`thread_mixes`](Self::thread_mixes).
+    ///
+    /// ```
+    /// use parbench_mapper::perf::{profile_threads, ProfileRequest};
+    /// let p = profile_threads(&ProfileRequest::software_only("idle", 1), |_| {})?;
+    /// assert!(p.named_thread_mixes().is_err()); // software events carry no classes
+    /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
+    /// ```
+    pub fn named_thread_mixes(&self) -> Result<Vec<NamedMix>, ProfileError> {
+        Ok(self
+            .thread_mixes()?
+            .into_iter()
+            .enumerate()
+            .map(|(thread, mix)| NamedMix {
+                name: format!("{}#{thread}", self.workload),
+                mix,
+            })
+            .collect())
+    }
+
+    /// The mixes to map with: measured ones when the class counters were available, otherwise
+    /// `declared` (e.g. [`InstructionMix::declared_for_kernel`]) for every thread — and which of
+    /// the two it is, so the caller can say what it did.
+    ///
+    /// ```
+    /// use parbench_mapper::perf::{profile_threads, MixSource, ProfileRequest};
+    /// use parbench_mapper::InstructionMix;
+    /// let p = profile_threads(&ProfileRequest::software_only("fp-add", 2), |_| {})?;
+    /// let declared = InstructionMix::declared_for_kernel("fp-add");
+    /// let (mixes, source) = p.mixes_or(declared);
+    /// assert_eq!(source, MixSource::Declared);
+    /// assert_eq!(mixes.len(), 2);
+    /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
+    /// ```
+    pub fn mixes_or(&self, declared: Option<InstructionMix>) -> (Vec<InstructionMix>, MixSource) {
+        match (self.thread_mixes(), declared) {
+            (Ok(measured), _) => (measured, MixSource::Measured),
+            (Err(_), Some(mix)) => (vec![mix; self.threads.len()], MixSource::Declared),
+            (Err(_), None) => (Vec::new(), MixSource::Unavailable),
+        }
     }
 
     /// Writes the profile as pretty JSON.
