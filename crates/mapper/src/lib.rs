@@ -14,7 +14,7 @@
 //!   metrics and SMT-friendly rule; profile JSON.
 //! - [`mapping`] — thread → PU algorithms: instruction-aware (the study's Algorithm 1,
 //!   generalised), round-robin, compact, scatter, random, OS.
-//! - [`contention`] — a model scoring how much co-located threads' mixes overlap.
+//! - [`contention`](mod@contention) — a model scoring how much co-located threads' mixes overlap.
 //! - [`report`] — printable/serialisable results for the CLI (`map`).
 //! - [`scenarios`] — the study's co-scheduling scenarios A/B/C measured on real siblings.
 //!

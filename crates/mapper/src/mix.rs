@@ -8,7 +8,7 @@
 //! [`shares`](InstructionMix::shares) (counts divided by their sum).
 //!
 //! Three sources produce mixes: a profile measured on real hardware
-//! ([`crate::Profile::thread_mixes`]), the dominant class each SMT-bench kernel declares
+//! ([`crate::perf::Profile::thread_mixes`]), the dominant class each SMT-bench kernel declares
 //! ([`InstructionMix::declared_for_kernel`]) and the NAS-like mixes assumed for the model report
 //! ([`nas_like_mixes`]).
 

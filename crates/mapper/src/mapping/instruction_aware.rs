@@ -22,7 +22,7 @@
 //!    4 branch and 4 load threads on 16 two-PU cores, pairing by the FP key leaves four
 //!    integer–integer pairs although a clash-free pairing exists. So the grouping is then
 //!    improved by swapping two threads between cores whenever the swap lowers the
-//!    [contention model](crate::contention) (first improvement, cores and threads in order,
+//!    [contention model](mod@crate::contention) (first improvement, cores and threads in order,
 //!    until no swap helps; at most [`MAX_REFINEMENT_PASSES`] passes). The result is never worse
 //!    under the model than step 3, and [`algorithm1`] remains available unrefined.
 

@@ -14,41 +14,37 @@ pub(super) fn logical_order(topology: &Topology) -> Vec<usize> {
     (0..topology.pus().len()).collect()
 }
 
-/// Cores ordered so consecutive cores sit on different packages: the first core of every
-/// package, then the second of every package, and so on.
-pub(super) fn cores_alternating_packages(topology: &Topology) -> Vec<usize> {
-    let deepest = topology
-        .packages()
-        .iter()
-        .map(|p| p.cores.len())
-        .max()
-        .unwrap_or(0);
-    (0..deepest)
+/// Takes the first element of every list, then the second of every list, and so on (lists
+/// run out independently).
+fn interleave(lists: &[&[usize]]) -> Vec<usize> {
+    let longest = lists.iter().map(|list| list.len()).max().unwrap_or(0);
+    (0..longest)
         .flat_map(|position| {
-            topology
-                .packages()
+            lists
                 .iter()
-                .filter_map(move |p| p.cores.get(position).copied())
+                .filter_map(move |list| list.get(position).copied())
         })
         .collect()
 }
 
+/// Cores ordered so consecutive cores sit on different packages: the first core of every
+/// package, then the second of every package, and so on.
+pub(super) fn cores_alternating_packages(topology: &Topology) -> Vec<usize> {
+    let per_package: Vec<&[usize]> = topology
+        .packages()
+        .iter()
+        .map(|p| p.cores.as_slice())
+        .collect();
+    interleave(&per_package)
+}
+
 /// First PU of every core (packages alternating), then every core's second PU, … (`Scatter`).
 pub(super) fn scatter_order(topology: &Topology) -> Vec<usize> {
-    let cores = cores_alternating_packages(topology);
-    let widest = topology
-        .cores()
-        .iter()
-        .map(|c| c.pus.len())
-        .max()
-        .unwrap_or(0);
-    (0..widest)
-        .flat_map(|round| {
-            cores
-                .iter()
-                .filter_map(move |&core| topology.cores()[core].pus.get(round).copied())
-        })
-        .collect()
+    let per_core: Vec<&[usize]> = cores_alternating_packages(topology)
+        .into_iter()
+        .map(|core| topology.cores()[core].pus.as_slice())
+        .collect();
+    interleave(&per_core)
 }
 
 /// A seeded uniform shuffle of all PUs (`Random`).

@@ -11,10 +11,10 @@
 //! metric that needed it is `None` with the missing counters named. Opening a single hardware
 //! counter directly returns [`ProfileError::Unsupported`]; nothing here panics on a missing PMU.
 
-mod counter;
-mod events;
-mod metrics;
-mod profile;
+pub mod counter;
+pub mod events;
+pub mod metrics;
+pub mod profile;
 
 use std::io;
 use std::path::PathBuf;
@@ -25,7 +25,8 @@ pub use events::{
 };
 pub use metrics::{Metrics, QuantityTotals, SmtClass, SMT_FRIENDLY_RULE};
 pub use profile::{
-    profile_threads, EventRecord, Profile, ProfileRequest, ThreadProfile, UnavailableEvent,
+    profile_threads, EventRecord, MixSource, Profile, ProfileRequest, ThreadProfile,
+    UnavailableEvent,
 };
 
 /// Errors from counters and profiles.
