@@ -38,6 +38,26 @@ pub enum MixSource {
     Unavailable,
 }
 
+/// One sentence for reports, e.g. what was used instead of unavailable counters.
+///
+/// ```
+/// use parbench_mapper::perf::MixSource;
+/// assert!(MixSource::Declared.to_string().contains("declared"));
+/// ```
+impl fmt::Display for MixSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MixSource::Measured => "instruction mix measured from this profile's class counters",
+            MixSource::Declared => {
+                "instruction-class counters unavailable here: using the workload's declared instruction mix instead"
+            }
+            MixSource::Unavailable => {
+                "instruction-class counters unavailable here and the workload declares no mix: no instruction mix"
+            }
+        })
+    }
+}
+
 /// What to profile: a label, the CPU family, the events and the thread count.
 ///
 /// ```
