@@ -40,10 +40,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
     print!("{profile}");
     let (mixes, source) = profile.mixes_or(InstructionMix::declared_for_kernel("int-add"));
-    println!(
-        "instruction mix source: {source:?}, thread 0: {}\n",
-        mixes[0]
-    );
+    println!("{source}");
+    if let Some(first) = mixes.first() {
+        println!("thread 0 mix: {first}\n");
+    }
 
     let spin = Workload {
         name: "spin".into(),
