@@ -181,6 +181,9 @@ pub enum Binding {
 
 /// Packages, NUMA nodes, cores and PUs of a machine (this one, a synthetic one or one read from XML).
 ///
+/// It serialises to JSON for reports but is deliberately not deserialisable: every index inside
+/// is consistent by construction, which a hand-edited file could break.
+///
 /// ```
 /// use parbench_mapper::Topology;
 /// let t = Topology::synthetic("pack:2 core:4 pu:2")?;
@@ -189,7 +192,7 @@ pub enum Binding {
 /// assert!(!t.is_this_system());
 /// # Ok::<(), parbench_mapper::TopologyError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Topology {
     source: TopologySource,
     packages: Vec<Package>,

@@ -128,10 +128,15 @@ pub fn algorithm1(counts: &[f64], group_sizes: &[usize]) -> Vec<Vec<usize>> {
 
 /// Upper bound on refinement passes over all core pairs (each pass is `O(threads²)` swaps
 /// tried); in practice a handful of passes reach a local optimum.
+///
+/// ```
+/// assert!(parbench_mapper::mapping::instruction_aware::MAX_REFINEMENT_PASSES >= 1);
+/// ```
 pub const MAX_REFINEMENT_PASSES: usize = 32;
 
 /// Swaps threads between groups while a swap lowers the summed pairwise [`overlap`] of the
-/// groups (see step 4 of the module documentation). Group sizes never change.
+/// groups (see step 4 of the module documentation). Group sizes never change;
+/// thread ids without a mix contribute no overlap.
 ///
 /// ```
 /// use parbench_mapper::{InstrClass, InstructionMix};
@@ -150,7 +155,7 @@ pub fn refine(groups: &mut [Vec<usize>], mixes: &[InstructionMix]) {
             .flat_map(|(i, &a)| {
                 group[i + 1..]
                     .iter()
-                    .map(move |&b| overlap(&mixes[a], &mixes[b]))
+                    .filter_map(move |&b| Some(overlap(mixes.get(a)?, mixes.get(b)?)))
             })
             .sum()
     };
@@ -312,6 +317,41 @@ mod tests {
         let mapping = Algorithm::InstructionAware.map(&t, &mixes).unwrap();
         let score = crate::contention(&t, &mapping, &mixes).unwrap().total;
         assert_eq!(score, 0.0);
+    }
+
+    #[test]
+    fn refinement_never_worsens_the_grouping() {
+        let total = |groups: &[Vec<usize>], mixes: &[InstructionMix]| -> f64 {
+            groups
+                .iter()
+                .flat_map(|g| {
+                    g.iter()
+                        .enumerate()
+                        .flat_map(move |(i, &a)| g[i + 1..].iter().map(move |&b| (a, b)))
+                })
+                .map(|(a, b)| overlap(&mixes[a], &mixes[b]))
+                .sum()
+        };
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 100) as f64
+        };
+        for group_size in [2, 3, 4] {
+            let mixes: Vec<InstructionMix> = (0..group_size * 6)
+                .map(|_| InstructionMix::new(InstrClass::ALL.map(|class| (class, next()))))
+                .collect();
+            let sizes = vec![group_size; 6];
+            let mut groups = pair_extremes(&sorted_threads(&mixes), &sizes);
+            let before = total(&groups, &mixes);
+            refine(&mut groups, &mixes);
+            assert!(total(&groups, &mixes) <= before + 1e-9);
+            let mut ids: Vec<usize> = groups.concat();
+            ids.sort_unstable();
+            assert_eq!(ids, (0..mixes.len()).collect::<Vec<_>>());
+        }
     }
 
     #[test]
