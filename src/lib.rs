@@ -17,3 +17,8 @@
 pub use parbench_atomics as atomics;
 pub use parbench_mapper as mapper;
 pub use parbench_scheduler as scheduler;
+
+/// The README's code examples, compiled and run as doc-tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
