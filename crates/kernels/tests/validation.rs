@@ -193,7 +193,7 @@ fn bad_parameters_are_errors_not_panics() {
         ("matmul", "n", "0"),
         ("transpose", "n", "x"),
         ("reduce", "n", "-3"),
-        ("trapezoid", "n", "10"),
+        ("trapezoid", "n", "0"),
         ("spawn-cost", "reps", "0"),
         ("load-dep", "kb", "0"),
         ("fp-add", "iters", "0"),

@@ -104,7 +104,9 @@ impl PreparedKernel for PreparedSchedTime {
             None => through_the_loop(exec),
         })?;
         let starts = starts?;
-        if starts.is_empty() || starts.len() > exec.threads() {
+        // The calling thread may work alongside all of a pool's workers (parbench-scheduler lets
+        // it run stolen pieces too), hence the one extra thread.
+        if starts.is_empty() || starts.len() > exec.threads() + 1 {
             return Err(wrong_result(
                 "sched-time",
                 format!(
