@@ -25,7 +25,12 @@ const LOOP_KERNELS: [&str; 9] = [
 
 fn executors_for(kernel: &str) -> &'static [ExecutorKind] {
     if LOOP_KERNELS.contains(&kernel) {
-        &[ExecutorKind::Tree, ExecutorKind::Rayon, ExecutorKind::Static, ExecutorKind::Seq]
+        &[
+            ExecutorKind::Tree,
+            ExecutorKind::Rayon,
+            ExecutorKind::Static,
+            ExecutorKind::Seq,
+        ]
     } else {
         &[ExecutorKind::Tree, ExecutorKind::Rayon]
     }

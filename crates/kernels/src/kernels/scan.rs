@@ -50,7 +50,7 @@ impl Kernel for Scan {
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
         let n = params.get_usize(self, "n")?;
-        if !n.is_power_of_two() || n < 2 || n > 1 << 30 {
+        if !n.is_power_of_two() || !(2..=1 << 30).contains(&n) {
             return Err(bad_param(
                 self,
                 "n",
