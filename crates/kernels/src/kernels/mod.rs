@@ -3,6 +3,7 @@
 
 pub(crate) mod csr;
 pub(crate) mod floorplan;
+pub(crate) mod lock_choice;
 pub(crate) mod matmul;
 pub(crate) mod nqueens;
 pub(crate) mod qap;

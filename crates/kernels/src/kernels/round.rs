@@ -31,13 +31,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use parbench_atomics::{Backend, MutexKind, SpinMutex, SpinMutexGuard};
+use parbench_atomics::{MutexKind, SpinMutex, SpinMutexGuard};
 
 use crate::executor::{Executor, ExecutorError};
 use crate::kernel::{
     bad_param, timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel,
     RunReport,
 };
+use crate::kernels::lock_choice::{lock_choice, BACKEND_PARAM, LOCK_PARAM};
 
 /// Most philosophers at one table (each is a fork and a few counters).
 const MAX_PHILOSOPHERS: usize = 4096;
@@ -116,16 +117,8 @@ impl Kernel for Round {
                 default: "2000",
                 help: "meals each philosopher eats",
             },
-            ParamSpec {
-                name: "lock",
-                default: "std",
-                help: "fork lock: tas, ttas, ticket (parbench-atomics spin locks) or std (std::sync::Mutex)",
-            },
-            ParamSpec {
-                name: "backend",
-                default: "",
-                help: "atomics backend of the spin locks: lse, llsc or portable (default: the best available)",
-            },
+            LOCK_PARAM,
+            BACKEND_PARAM,
         ]
     }
 
@@ -145,18 +138,7 @@ impl Kernel for Round {
         // One philosopher would need the same fork twice.
         let philosophers = params.get_usize_in(self, "n", 2..=MAX_PHILOSOPHERS)?;
         let meals = params.get_usize(self, "meals")? as u64;
-        let names = MutexKind::ALL.map(MutexKind::name);
-        let chosen = params.get_choice(self, "lock", &names)?;
-        let kind = MutexKind::ALL
-            .into_iter()
-            .find(|kind| kind.name() == chosen)
-            .unwrap_or(MutexKind::Std);
-        let backend = match params.get_str(self, "backend")? {
-            "" => Backend::best(),
-            name => name.parse().map_err(|error: parbench_atomics::Error| {
-                bad_param(self, "backend", name, &error.to_string())
-            })?,
-        };
+        let (kind, backend) = lock_choice(self, params)?;
         let new_spin_lock = |lock| SpinMutex::new(lock, backend, ());
         match kind {
             MutexKind::Std => {
