@@ -1,0 +1,356 @@
+//! `trapezoid`: ∫₀¹ 4/(1+x²) dx = π by the trapezoidal rule, the shared sum kept with one of the
+//! pthreads study's methods (`--method`).
+//!
+//! The trapezoids are grouped in blocks of `--block`; every block's partial sum is added to one
+//! shared total through the method's [`SharedSum`]:
+//!
+//! - `spin`: a busy-wait flag ([`SpinFlag`]) guarding the total,
+//! - `mutex`: the mutex `--lock` names: `std` (`std::sync::Mutex`, the default) or one of
+//!   parbench-atomics' spin locks `tas`, `ttas`, `ticket` on the atomics `--backend`,
+//! - `semaphore`: a counting [`Semaphore`] (Mutex + Condvar) of one permit guarding the total,
+//! - `atomic`: a compare-exchange loop on the f64's bits, no lock,
+//! - `local`: each loop chunk sums its blocks privately and adds once, through the `--lock`
+//!   mutex (one final reduction).
+//!
+//! The shared sum is built once when the kernel is prepared (so an atomics backend this CPU
+//! cannot run is a parameter error) and reset before every run.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
+
+use parbench_atomics::{Backend, MutexKind, RuntimeMutex};
+
+use crate::executor::Executor;
+use crate::kernel::{
+    bad_param, timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel,
+    RunReport,
+};
+use crate::kernels::lock_choice::{lock_choice, BACKEND_PARAM, LOCK_PARAM};
+
+/// Methods of keeping the shared sum, as accepted by `--method`.
+const METHODS: [&str; 5] = ["spin", "mutex", "semaphore", "atomic", "local"];
+
+/// Allowed distance from π for `n` trapezoids: twice the rule's error (h²/6 for this integrand,
+/// from the Euler–Maclaurin term h²/12·(f'(0) − f'(1))) plus a worst-case bound on rounding in
+/// `n` additions of partial sums below 4.
+fn tolerance(n: usize) -> f64 {
+    let n = n as f64;
+    1.0 / (3.0 * n * n) + n * 4.0 * f64::EPSILON
+}
+
+/// A lock with explicit lock and unlock, for the study's own busy-wait flag and semaphore.
+pub(crate) trait RawLock: Send + Sync {
+    fn lock(&self);
+    fn unlock(&self);
+}
+
+/// A test-and-set busy-wait flag.
+#[derive(Default)]
+pub(crate) struct SpinFlag(AtomicBool);
+
+impl RawLock for SpinFlag {
+    fn lock(&self) {
+        // Acquire: the holder must see the total the previous holder wrote.
+        while self
+            .0
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+    }
+
+    fn unlock(&self) {
+        // Release: publishes the total written under the lock to the next holder.
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// A counting semaphore built on a Mutex and a Condvar; one permit makes it a lock.
+pub(crate) struct Semaphore {
+    permits: Mutex<usize>,
+    released: Condvar,
+}
+
+impl Semaphore {
+    pub(crate) fn new(permits: usize) -> Self {
+        Semaphore {
+            permits: Mutex::new(permits),
+            released: Condvar::new(),
+        }
+    }
+}
+
+impl RawLock for Semaphore {
+    fn lock(&self) {
+        let mut permits = self.permits.lock().unwrap_or_else(PoisonError::into_inner);
+        while *permits == 0 {
+            permits = self
+                .released
+                .wait(permits)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *permits -= 1;
+    }
+
+    fn unlock(&self) {
+        *self.permits.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.released.notify_one();
+    }
+}
+
+/// A total that loop bodies add to concurrently.
+pub(crate) trait SharedSum: Send + Sync {
+    fn add(&self, value: f64);
+    fn total(&self) -> f64;
+    /// Back to 0, between runs (no run is in progress).
+    fn reset(&self);
+}
+
+/// An f64 guarded by a [`RawLock`]; stored as bits in an atomic only to share it without `unsafe`
+/// (the lock orders the accesses, so `Relaxed` suffices).
+pub(crate) struct LockedSum<L> {
+    lock: L,
+    bits: AtomicU64,
+}
+
+impl<L: RawLock> LockedSum<L> {
+    pub(crate) fn new(lock: L) -> Self {
+        LockedSum {
+            lock,
+            bits: AtomicU64::new(0f64.to_bits()),
+        }
+    }
+}
+
+impl<L: RawLock> SharedSum for LockedSum<L> {
+    fn add(&self, value: f64) {
+        self.lock.lock();
+        let sum = f64::from_bits(self.bits.load(Ordering::Relaxed)) + value;
+        self.bits.store(sum.to_bits(), Ordering::Relaxed);
+        self.lock.unlock();
+    }
+
+    fn total(&self) -> f64 {
+        f64::from_bits(self.bits.load(Ordering::Relaxed))
+    }
+
+    fn reset(&self) {
+        self.bits.store(0f64.to_bits(), Ordering::Relaxed);
+    }
+}
+
+impl SharedSum for RuntimeMutex<f64> {
+    fn add(&self, value: f64) {
+        *self.lock() += value;
+    }
+
+    fn total(&self) -> f64 {
+        *self.lock()
+    }
+
+    fn reset(&self) {
+        *self.lock() = 0.0;
+    }
+}
+
+/// A lock-free f64 sum: compare-exchange on the bits until no one else got in between.
+pub(crate) struct AtomicSum(AtomicU64);
+
+impl SharedSum for AtomicSum {
+    fn add(&self, value: f64) {
+        let mut current = self.0.load(Ordering::Relaxed);
+        loop {
+            let sum = (f64::from_bits(current) + value).to_bits();
+            // Relaxed: only this word is shared, and the loop's join orders the final read.
+            match self
+                .0
+                .compare_exchange_weak(current, sum, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    fn total(&self) -> f64 {
+        f64::from_bits(self.0.load(Ordering::Relaxed))
+    }
+
+    fn reset(&self) {
+        self.0.store(0f64.to_bits(), Ordering::Relaxed);
+    }
+}
+
+/// The `trapezoid` kernel.
+pub(crate) struct Trapezoid;
+
+impl Kernel for Trapezoid {
+    fn name(&self) -> &'static str {
+        "trapezoid"
+    }
+
+    fn description(&self) -> &'static str {
+        "∫₀¹ 4/(1+x²) dx by n trapezoids, shared sum kept by --method"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        &[
+            ParamSpec {
+                name: "n",
+                default: "2^21",
+                help: "number of trapezoids",
+            },
+            ParamSpec {
+                name: "method",
+                default: "local",
+                help: "spin, mutex, semaphore, atomic or local",
+            },
+            ParamSpec {
+                name: "block",
+                default: "256",
+                help: "trapezoids per update of the shared sum",
+            },
+            LOCK_PARAM,
+            BACKEND_PARAM,
+        ]
+    }
+
+    fn is_default_suite(&self) -> bool {
+        true
+    }
+
+    fn small_params(&self) -> &'static [(&'static str, &'static str)] {
+        &[("n", "10000"), ("block", "16")]
+    }
+
+    fn prepare(
+        &self,
+        params: &Params,
+        _threads: usize,
+    ) -> Result<Box<dyn PreparedKernel>, KernelError> {
+        let n = params.get_usize_in(self, "n", 1..=1 << 34)?;
+        let block = params.get_usize_in(self, "block", 1..=1 << 34)?;
+        let method = params.get_choice(self, "method", &METHODS)?;
+        let (lock, backend) = lock_choice(self, params)?;
+        let sum = shared_sum(method, lock, backend)
+            .map_err(|error| bad_param(self, "backend", backend.name(), &error.to_string()))?;
+        Ok(Box::new(PreparedTrapezoid {
+            n,
+            block,
+            method,
+            sum,
+        }))
+    }
+}
+
+struct PreparedTrapezoid {
+    n: usize,
+    block: usize,
+    method: &'static str,
+    sum: Box<dyn SharedSum>,
+}
+
+/// A zeroed shared sum kept the way `method` says (`mutex` and `local` both use the `lock`
+/// mutex; `local` just touches it once per chunk).
+///
+/// # Errors
+/// If `lock` is a spin lock and this CPU cannot run `backend`.
+fn shared_sum(
+    method: &str,
+    lock: MutexKind,
+    backend: Backend,
+) -> Result<Box<dyn SharedSum>, parbench_atomics::Error> {
+    Ok(match method {
+        "spin" => Box::new(LockedSum::new(SpinFlag::default())),
+        "semaphore" => Box::new(LockedSum::new(Semaphore::new(1))),
+        "atomic" => Box::new(AtomicSum(AtomicU64::new(0f64.to_bits()))),
+        _ => Box::new(RuntimeMutex::new(lock, backend, 0.0)?),
+    })
+}
+
+fn integrand(x: f64) -> f64 {
+    4.0 / (1.0 + x * x)
+}
+
+impl PreparedTrapezoid {
+    /// The trapezoids of blocks `blocks`, summed.
+    fn blocks_sum(&self, blocks: std::ops::Range<usize>) -> f64 {
+        let h = 1.0 / self.n as f64;
+        let first = blocks.start * self.block;
+        let last = (blocks.end * self.block).min(self.n);
+        let inner: f64 = (first + 1..last).map(|k| integrand(k as f64 * h)).sum();
+        h * ((integrand(first as f64 * h) + integrand(last as f64 * h)) / 2.0 + inner)
+    }
+
+    fn integrate(&self, exec: &dyn Executor) -> f64 {
+        let (sum, local) = (self.sum.as_ref(), self.method == "local");
+        exec.for_chunks(0..self.n.div_ceil(self.block), &|blocks| {
+            if local {
+                sum.add(self.blocks_sum(blocks));
+            } else {
+                for b in blocks {
+                    sum.add(self.blocks_sum(b..b + 1));
+                }
+            }
+        });
+        sum.total()
+    }
+}
+
+impl PreparedKernel for PreparedTrapezoid {
+    fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
+        self.sum.reset();
+        let (integral, elapsed) = timed(exec, || self.integrate(exec))?;
+        if (integral - std::f64::consts::PI).abs() > tolerance(self.n) {
+            return Err(wrong_result(
+                "trapezoid",
+                format!("{} integral {integral}, expected π", self.method),
+            ));
+        }
+        Ok(RunReport::timing(elapsed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::{PinPolicy, RayonExecutor, SeqExecutor};
+
+    fn integral(method: &'static str, lock: MutexKind, exec: &dyn Executor) -> f64 {
+        let prepared = PreparedTrapezoid {
+            n: 100_000,
+            block: 7,
+            method,
+            sum: shared_sum(method, lock, Backend::best()).unwrap(),
+        };
+        prepared.integrate(exec)
+    }
+
+    #[test]
+    fn every_method_and_lock_matches_the_analytic_integral() {
+        let rayon = RayonExecutor::new(2, PinPolicy::None).unwrap();
+        let with_std = METHODS.map(|method| (method, MutexKind::Std));
+        let with_spin_locks = MutexKind::ALL.map(|lock| ("mutex", lock));
+        for (method, lock) in with_std.into_iter().chain(with_spin_locks) {
+            for exec in [&SeqExecutor::new() as &dyn Executor, &rayon] {
+                let value = integral(method, lock, exec);
+                assert!(
+                    (value - std::f64::consts::PI).abs() < tolerance(100_000),
+                    "{method}/{lock} on {}: {value}",
+                    exec.kind()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn semaphore_counts_permits() {
+        let s = Semaphore::new(2);
+        s.lock();
+        s.lock();
+        assert_eq!(*s.permits.lock().unwrap(), 0);
+        s.unlock();
+        assert_eq!(*s.permits.lock().unwrap(), 1);
+    }
+}
