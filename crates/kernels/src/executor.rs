@@ -1,0 +1,281 @@
+//! Executors: the one abstraction through which every kernel expresses its parallelism.
+//!
+//! A kernel never talks to a thread pool directly. It asks an [`Executor`] for a parallel loop over a
+//! range ([`Executor::for_chunks`]; the body receives disjoint sub-ranges that cover the range exactly
+//! once), for fork-join ([`Executor::join`]) or for one task per item ([`Executor::for_each_task`]).
+//! Each scheduler under study implements the trait in its own file, so the same kernel code runs on
+//! all of them and a sweep compares schedulers, not kernel implementations.
+//!
+//! The loop is chunked (the body gets a `Range`, not an index) because a dynamic call per index would
+//! dominate fine-grained kernels; [`parallel_for`] and [`parallel_sum`] are the per-index
+//! conveniences built on top.
+//!
+//! Loops cannot fail, but the `spawn` executor may be refused a thread by the OS in the middle of
+//! one. It then runs that chunk on the calling thread (so the loop still covers its range) and keeps
+//! the error; kernels collect it with [`Executor::take_error`] after the timed section, so the cell
+//! reports the error instead of a timing.
+
+mod rayon_pool;
+mod seq;
+mod spawn;
+
+use std::fmt;
+use std::io;
+use std::ops::Range;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use thiserror::Error;
+
+pub use rayon_pool::RayonExecutor;
+pub use seq::SeqExecutor;
+pub use spawn::SpawnExecutor;
+
+/// A way to run parallel loops and tasks; every kernel runs on any implementation.
+///
+/// ```
+/// use parbench_kernels::{Executor, SeqExecutor};
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+///
+/// let exec = SeqExecutor::new();
+/// let covered = AtomicUsize::new(0);
+/// exec.for_chunks(0..100, &|r| {
+///     covered.fetch_add(r.len(), Ordering::Relaxed);
+/// });
+/// assert_eq!(covered.into_inner(), 100);
+/// ```
+pub trait Executor: Send + Sync {
+    /// Which scheduler this is.
+    fn kind(&self) -> ExecutorKind;
+    /// How many threads take part in parallel work (the calling thread included).
+    fn threads(&self) -> usize;
+    /// Parallel loop over `range`: `body` gets disjoint sub-ranges covering it exactly once.
+    /// Calls may nest (a body may call `for_chunks` or `join` on the same executor).
+    fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync));
+    /// Fork-join of two closures; both have run when it returns `Ok`.
+    ///
+    /// # Errors
+    /// [`ExecutorError::Spawn`] if a task cannot be started (the `spawn` executor when the OS
+    /// refuses a thread); then neither closure has run.
+    fn join(
+        &self,
+        a: &mut (dyn FnMut() + Send),
+        b: &mut (dyn FnMut() + Send),
+    ) -> Result<(), ExecutorError>;
+    /// Runs `task(i)` for every `i` in `0..n` in parallel (one task per item) and waits for all.
+    ///
+    /// # Errors
+    /// The first error a task returned, or [`ExecutorError::Spawn`] if a task could not start.
+    fn for_each_task(
+        &self,
+        n: usize,
+        task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
+    ) -> Result<(), ExecutorError>;
+    /// The error a loop swallowed since the last call (only `spawn` ever has one), if any.
+    fn take_error(&self) -> Option<ExecutorError> {
+        None
+    }
+    /// The scheduler's own start-up probe (time from call to each thread's first iteration,
+    /// sorted), if this executor has one; `None` means "measure it through the loop".
+    fn sched_time_probe(&self) -> Option<Vec<std::time::Duration>> {
+        None
+    }
+}
+
+/// Runs `body(i)` for every `i` in `range` in parallel.
+///
+/// ```
+/// use parbench_kernels::{parallel_for, SeqExecutor};
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// let sum = AtomicU64::new(0);
+/// parallel_for(&SeqExecutor::new(), 0..10, |i| {
+///     sum.fetch_add(i as u64, Ordering::Relaxed);
+/// });
+/// assert_eq!(sum.into_inner(), 45);
+/// ```
+pub fn parallel_for(exec: &dyn Executor, range: Range<usize>, body: impl Fn(usize) + Sync) {
+    exec.for_chunks(range, &|chunk| chunk.for_each(&body));
+}
+
+/// Sum (wrapping) of `chunk_sum(chunk)` over disjoint chunks covering `range`.
+///
+/// ```
+/// use parbench_kernels::{parallel_sum, SeqExecutor};
+///
+/// let total = parallel_sum(&SeqExecutor::new(), 0..10, |chunk| chunk.map(|i| i as u64).sum());
+/// assert_eq!(total, 45);
+/// ```
+pub fn parallel_sum(
+    exec: &dyn Executor,
+    range: Range<usize>,
+    chunk_sum: impl Fn(Range<usize>) -> u64 + Sync,
+) -> u64 {
+    let total = AtomicU64::new(0);
+    exec.for_chunks(range, &|chunk| {
+        // Relaxed: the loop's completion (a join) orders these adds before the final read.
+        total.fetch_add(chunk_sum(chunk), Ordering::Relaxed);
+    });
+    total.into_inner()
+}
+
+/// The schedulers a kernel can run on.
+///
+/// ```
+/// use parbench_kernels::ExecutorKind;
+///
+/// let kind: ExecutorKind = "tree-fixed-grain".parse()?;
+/// assert_eq!(kind, ExecutorKind::TreeFixedGrain);
+/// assert_eq!(kind.name(), "tree-fixed-grain");
+/// assert!("nope".parse::<ExecutorKind>().unwrap_err().to_string().contains("rayon"));
+/// # Ok::<(), parbench_kernels::ExecutorError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ExecutorKind {
+    /// parbench-scheduler, tree distribution with timespan-delayed balancing (the default).
+    Tree,
+    /// parbench-scheduler tree without the timespan delay.
+    TreeNoTimespan,
+    /// parbench-scheduler tree with a fixed grain instead of adaptive splitting.
+    TreeFixedGrain,
+    /// parbench-scheduler, one equal block per thread (OpenMP `static`).
+    Static,
+    /// parbench-scheduler, chunks taken from a shared counter (OpenMP `dynamic`).
+    Dynamic,
+    /// parbench-scheduler, shrinking chunks (OpenMP `guided`).
+    Guided,
+    /// parbench-scheduler, recursive halving down to a grain (TBB `simple_partitioner`).
+    Simple,
+    /// rayon with its default splitting.
+    Rayon,
+    /// A new OS thread per task, joined by its parent (`std::async(launch::async)`).
+    Spawn,
+    /// Everything on the calling thread.
+    Seq,
+}
+
+impl ExecutorKind {
+    /// Every executor, in display order.
+    pub const ALL: [ExecutorKind; 10] = [
+        ExecutorKind::Tree,
+        ExecutorKind::TreeNoTimespan,
+        ExecutorKind::TreeFixedGrain,
+        ExecutorKind::Static,
+        ExecutorKind::Dynamic,
+        ExecutorKind::Guided,
+        ExecutorKind::Simple,
+        ExecutorKind::Rayon,
+        ExecutorKind::Spawn,
+        ExecutorKind::Seq,
+    ];
+
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExecutorKind::Tree => "tree",
+            ExecutorKind::TreeNoTimespan => "tree-no-timespan",
+            ExecutorKind::TreeFixedGrain => "tree-fixed-grain",
+            ExecutorKind::Static => "static",
+            ExecutorKind::Dynamic => "dynamic",
+            ExecutorKind::Guided => "guided",
+            ExecutorKind::Simple => "simple",
+            ExecutorKind::Rayon => "rayon",
+            ExecutorKind::Spawn => "spawn",
+            ExecutorKind::Seq => "seq",
+        }
+    }
+
+    /// Builds an executor of this kind with `threads` threads (its own pool, if it has one).
+    ///
+    /// `seq` ignores `threads` beyond checking it is not 0 and always reports one thread.
+    ///
+    /// ```
+    /// use parbench_kernels::{ExecutorKind, PinPolicy};
+    ///
+    /// let exec = ExecutorKind::Spawn.build(4, PinPolicy::None)?;
+    /// assert_eq!(exec.threads(), 4);
+    /// assert!(ExecutorKind::Rayon.build(0, PinPolicy::None).is_err());
+    /// # Ok::<(), parbench_kernels::ExecutorError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ExecutorError::ZeroThreads`] for 0 threads, [`ExecutorError::Build`] if the pool cannot
+    /// be built.
+    pub fn build(self, threads: usize, pin: PinPolicy) -> Result<Box<dyn Executor>, ExecutorError> {
+        if threads == 0 {
+            return Err(ExecutorError::ZeroThreads);
+        }
+        match self {
+            ExecutorKind::Seq => Ok(Box::new(SeqExecutor::new())),
+            ExecutorKind::Spawn => Ok(Box::new(SpawnExecutor::new(threads))),
+            ExecutorKind::Rayon => Ok(Box::new(RayonExecutor::new(threads, pin)?)),
+            ExecutorKind::Tree
+            | ExecutorKind::TreeNoTimespan
+            | ExecutorKind::TreeFixedGrain
+            | ExecutorKind::Static
+            | ExecutorKind::Dynamic
+            | ExecutorKind::Guided
+            | ExecutorKind::Simple => Err(ExecutorError::Build {
+                kind: self,
+                reason: "parbench-scheduler is not merged into this branch yet".to_owned(),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for ExecutorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ExecutorKind {
+    type Err = ExecutorError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ExecutorKind::ALL
+            .into_iter()
+            .find(|kind| kind.name() == s)
+            .ok_or_else(|| ExecutorError::UnknownExecutor {
+                name: s.to_owned(),
+                valid: ExecutorKind::ALL.map(ExecutorKind::name).join(", "),
+            })
+    }
+}
+
+/// Where an executor's threads run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PinPolicy {
+    /// Let the OS place threads.
+    #[default]
+    None,
+    /// Thread `i` on core `i` (modulo the number of cores).
+    Compact,
+}
+
+/// Why an executor could not be built or could not run a task.
+#[derive(Debug, Error)]
+pub enum ExecutorError {
+    /// A name that is not an executor.
+    #[error("unknown scheduler `{name}`; valid schedulers: {valid}")]
+    UnknownExecutor {
+        /// The name given.
+        name: String,
+        /// Every valid name, comma-separated.
+        valid: String,
+    },
+    /// An executor was asked for 0 threads.
+    #[error("the number of threads must be at least 1")]
+    ZeroThreads,
+    /// The executor's pool could not be built.
+    #[error("cannot build the {kind} executor: {reason}")]
+    Build {
+        /// Which executor.
+        kind: ExecutorKind,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The OS refused to start a thread for a task.
+    #[error("the OS refused to start a thread: {0}")]
+    Spawn(#[source] io::Error),
+}

@@ -1,0 +1,1 @@
+//! MatrixMarket coordinate reader (work in progress).

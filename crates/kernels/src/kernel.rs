@@ -1,0 +1,339 @@
+//! What a kernel is: a described, parameterised workload that prepares its input once and then
+//! runs (timed) and validates itself any number of times on any executor.
+//!
+//! Parameters arrive as strings (from the command line) in [`Params`]; each kernel declares the ones
+//! it understands with their defaults in [`Kernel::params`], and reads them with the typed getters,
+//! which fall back to the declared default and turn a malformed value into
+//! [`KernelError::BadParam`]. A parameter a kernel does not declare is ignored by it, so one set of
+//! flags can drive a whole sweep.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+
+use crate::executor::{Executor, ExecutorError};
+use crate::input::InputError;
+
+/// A workload. Implementations are stateless descriptions; the data lives in the
+/// [`PreparedKernel`] that [`Kernel::prepare`] returns.
+///
+/// ```
+/// use parbench_kernels::{registry, Kernel};
+///
+/// let names: Vec<&str> = registry().iter().map(|k| k.name()).collect();
+/// assert!(names.contains(&"spmv-balanced"));
+/// ```
+pub trait Kernel: Sync {
+    /// The name used on the command line, e.g. `"spmv-balanced"`.
+    fn name(&self) -> &'static str;
+    /// One line saying what the kernel computes.
+    fn description(&self) -> &'static str;
+    /// The parameters the kernel understands, with their defaults.
+    fn params(&self) -> &'static [ParamSpec];
+    /// Whether the kernel is cheap enough for the quick default sweep.
+    fn is_default_suite(&self) -> bool;
+    /// Parameter values that make a run take well under a millisecond, for tests and smoke runs.
+    fn small_params(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+    /// Builds the input for a run on `threads` threads (some default sizes scale with it).
+    ///
+    /// # Errors
+    /// [`KernelError::BadParam`] for a malformed parameter, [`KernelError::Input`] or
+    /// [`KernelError::Io`] for an input file that cannot be read.
+    fn prepare(
+        &self,
+        params: &Params,
+        threads: usize,
+    ) -> Result<Box<dyn PreparedKernel>, KernelError>;
+}
+
+/// A kernel with its input built, ready to be run many times.
+pub trait PreparedKernel: Send {
+    /// One timed run: times only the parallel section, then validates the result.
+    ///
+    /// # Errors
+    /// [`KernelError::WrongResult`] if validation fails, [`KernelError::Executor`] if the executor
+    /// could not run a task.
+    fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError>;
+}
+
+/// A declared kernel parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParamSpec {
+    /// Name, as in `--param name=value` (and `--name value` for the common ones).
+    pub name: &'static str,
+    /// Default value as text; empty means "not set".
+    pub default: &'static str,
+    /// One line of help.
+    pub help: &'static str,
+}
+
+/// The outcome of one timed run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunReport {
+    /// Wall time of the parallel section only.
+    pub elapsed: Duration,
+    /// Kernel-specific measurements (operations per second, per-thread start times, …).
+    pub metrics: Vec<Metric>,
+}
+
+impl RunReport {
+    /// A report with no extra metrics.
+    pub fn timing(elapsed: Duration) -> Self {
+        RunReport {
+            elapsed,
+            metrics: Vec::new(),
+        }
+    }
+}
+
+/// One named measurement of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metric {
+    /// What was measured, e.g. `"ops-per-sec"`.
+    pub name: String,
+    /// The value.
+    pub value: f64,
+    /// Its unit, e.g. `"ops/s"` or `"ns"`.
+    pub unit: &'static str,
+}
+
+impl Metric {
+    /// A metric named `name`.
+    pub fn new(name: impl Into<String>, value: f64, unit: &'static str) -> Self {
+        Metric {
+            name: name.into(),
+            value,
+            unit,
+        }
+    }
+}
+
+/// Kernel parameters as given by the user: name → text.
+///
+/// ```
+/// use parbench_kernels::{find_kernel, Params};
+///
+/// let spmv = find_kernel("spmv-balanced")?;
+/// let params = Params::new().with("width", "4096");
+/// assert_eq!(params.get_usize(spmv, "width")?, 4096);
+/// assert_eq!(params.get_f64(spmv, "density")?, 1.0 / 128.0); // the declared default
+/// assert!(Params::new().with("width", "many").get_usize(spmv, "width").is_err());
+/// # Ok::<(), parbench_kernels::KernelError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Params {
+    values: BTreeMap<String, String>,
+}
+
+impl Params {
+    /// No parameters set: every kernel uses its defaults.
+    pub fn new() -> Self {
+        Params::default()
+    }
+
+    /// Sets `name` to `value`, replacing an earlier value.
+    pub fn set(&mut self, name: impl Into<String>, value: impl Into<String>) -> &mut Self {
+        self.values.insert(name.into(), value.into());
+        self
+    }
+
+    /// [`Params::set`] by value, for building parameters in one expression.
+    pub fn with(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.set(name, value);
+        self
+    }
+
+    /// The text given for `name`, or the kernel's declared default.
+    ///
+    /// # Errors
+    /// [`KernelError::BadParam`] if the kernel does not declare `name` (a bug in the kernel).
+    pub fn get_str<'a>(&'a self, kernel: &dyn Kernel, name: &str) -> Result<&'a str, KernelError> {
+        if let Some(value) = self.values.get(name) {
+            return Ok(value);
+        }
+        kernel
+            .params()
+            .iter()
+            .find(|spec| spec.name == name)
+            .map(|spec| spec.default)
+            .ok_or_else(|| bad_param(kernel, name, "", "the kernel does not declare it"))
+    }
+
+    /// `name` as a non-negative integer (`_` separators and `2^k` are accepted).
+    ///
+    /// # Errors
+    /// [`KernelError::BadParam`] if the value is not such an integer.
+    pub fn get_usize(&self, kernel: &dyn Kernel, name: &str) -> Result<usize, KernelError> {
+        let text = self.get_str(kernel, name)?;
+        parse_usize(text)
+            .ok_or_else(|| bad_param(kernel, name, text, "expected a non-negative integer"))
+    }
+
+    /// `name` as a finite number (`2^-7` is accepted).
+    ///
+    /// # Errors
+    /// [`KernelError::BadParam`] if the value is not a finite number.
+    pub fn get_f64(&self, kernel: &dyn Kernel, name: &str) -> Result<f64, KernelError> {
+        let text = self.get_str(kernel, name)?;
+        parse_f64(text)
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| bad_param(kernel, name, text, "expected a finite number"))
+    }
+
+    /// `name` as a path, `None` when neither given nor defaulted.
+    ///
+    /// # Errors
+    /// [`KernelError::BadParam`] if the kernel does not declare `name`.
+    pub fn get_path(
+        &self,
+        kernel: &dyn Kernel,
+        name: &str,
+    ) -> Result<Option<PathBuf>, KernelError> {
+        let text = self.get_str(kernel, name)?;
+        Ok((!text.is_empty()).then(|| PathBuf::from(text)))
+    }
+
+    /// `name`, which must be one of `choices`.
+    ///
+    /// # Errors
+    /// [`KernelError::BadParam`] listing the valid choices otherwise.
+    pub fn get_choice<'c>(
+        &self,
+        kernel: &dyn Kernel,
+        name: &str,
+        choices: &[&'c str],
+    ) -> Result<&'c str, KernelError> {
+        let text = self.get_str(kernel, name)?;
+        choices
+            .iter()
+            .find(|c| **c == text)
+            .copied()
+            .ok_or_else(|| {
+                bad_param(
+                    kernel,
+                    name,
+                    text,
+                    &format!("expected one of: {}", choices.join(", ")),
+                )
+            })
+    }
+}
+
+fn parse_usize(text: &str) -> Option<usize> {
+    let text = text.trim().replace('_', "");
+    match text.split_once('^') {
+        Some((base, exp)) => usize::from_str(base)
+            .ok()?
+            .checked_pow(u32::from_str(exp).ok()?),
+        None => usize::from_str(&text).ok(),
+    }
+}
+
+fn parse_f64(text: &str) -> Option<f64> {
+    let text = text.trim();
+    match text.split_once('^') {
+        Some((base, exp)) => Some(f64::from_str(base).ok()?.powi(i32::from_str(exp).ok()?)),
+        None => f64::from_str(text).ok(),
+    }
+}
+
+/// A [`KernelError::BadParam`] for `kernel`'s parameter `name`.
+pub(crate) fn bad_param(kernel: &dyn Kernel, name: &str, value: &str, reason: &str) -> KernelError {
+    KernelError::BadParam {
+        kernel: kernel.name(),
+        name: name.to_owned(),
+        value: value.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// A [`KernelError::WrongResult`] for `kernel`.
+pub(crate) fn wrong_result(kernel: &'static str, detail: impl Into<String>) -> KernelError {
+    KernelError::WrongResult {
+        kernel,
+        detail: detail.into(),
+    }
+}
+
+/// Times `section` on `exec`; a thread the executor was refused during it turns into an error.
+pub(crate) fn timed<T>(
+    exec: &dyn Executor,
+    section: impl FnOnce() -> T,
+) -> Result<(T, Duration), KernelError> {
+    let start = Instant::now();
+    let value = section();
+    let elapsed = start.elapsed();
+    match exec.take_error() {
+        Some(error) => Err(error.into()),
+        None => Ok((value, elapsed)),
+    }
+}
+
+/// Everything that can go wrong preparing or running a kernel.
+#[derive(Debug, Error)]
+pub enum KernelError {
+    /// A name that is not a kernel.
+    #[error("unknown kernel `{name}`; valid kernels: {valid}")]
+    UnknownKernel {
+        /// The name given.
+        name: String,
+        /// Every valid name, comma-separated.
+        valid: String,
+    },
+    /// A parameter value the kernel cannot use.
+    #[error("kernel {kernel}: bad value `{value}` for parameter `{name}`: {reason}")]
+    BadParam {
+        /// The kernel.
+        kernel: &'static str,
+        /// The parameter.
+        name: String,
+        /// The value given.
+        value: String,
+        /// Why it is unusable.
+        reason: String,
+    },
+    /// A malformed input file.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The kernel's result failed validation.
+    #[error("kernel {kernel} computed a wrong result: {detail}")]
+    WrongResult {
+        /// The kernel.
+        kernel: &'static str,
+        /// What differed.
+        detail: String,
+    },
+    /// The executor could not run a task.
+    #[error(transparent)]
+    Executor(#[from] ExecutorError),
+    /// An input file that cannot be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_accept_powers_and_separators() {
+        assert_eq!(parse_usize("2^15"), Some(32768));
+        assert_eq!(parse_usize("1_024"), Some(1024));
+        assert_eq!(parse_usize("-1"), None);
+        assert_eq!(parse_usize("2^99"), None);
+        assert_eq!(parse_f64("2^-7"), Some(1.0 / 128.0));
+        assert_eq!(parse_f64("0.5"), Some(0.5));
+        assert_eq!(parse_f64("x"), None);
+    }
+}

@@ -1,0 +1,6 @@
+//! The kernels, one file each (the SMT-bench stressors share one file: they differ only in the
+//! operation their loop repeats).
+
+pub(crate) mod reduce;
+pub(crate) mod rng;
+pub(crate) mod smt;
