@@ -31,7 +31,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run kernels × schedulers × thread counts and report statistics per cell.
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
     /// Draw box plots and speed-up curves (SVG) from a sweep's JSON results.
     Plot(PlotArgs),
     /// List the kernels with their parameters and defaults, and the schedulers.
@@ -255,7 +255,7 @@ mod tests {
         let mut all = vec!["sweep"];
         all.extend_from_slice(args);
         match parse(&all).unwrap().command {
-            Command::Sweep(sweep) => sweep,
+            Command::Sweep(sweep) => *sweep,
             other => panic!("parsed {other:?}"),
         }
     }
@@ -265,12 +265,22 @@ mod tests {
         let s = sweep(&[]);
         assert_eq!((s.runs, s.warmup), (DEFAULT_RUNS, DEFAULT_WARMUP));
         assert_eq!((s.threads, s.kernels, s.schedulers), (None, None, None));
-        assert_eq!((s.format, s.output, s.pin, s.quiet), (None, None, PinArg::None, false));
+        assert_eq!(
+            (s.format, s.output, s.pin, s.quiet),
+            (None, None, PinArg::None, false)
+        );
     }
 
     #[test]
     fn sweep_lists_split_on_commas() {
-        let s = sweep(&["--kernels", "reduce,scan", "--schedulers", "tree,seq", "--threads", "2,1"]);
+        let s = sweep(&[
+            "--kernels",
+            "reduce,scan",
+            "--schedulers",
+            "tree,seq",
+            "--threads",
+            "2,1",
+        ]);
         assert_eq!(s.kernels.unwrap(), ["reduce", "scan"]);
         assert_eq!(s.schedulers.unwrap(), ["tree", "seq"]);
         assert_eq!(s.threads.unwrap().0, [2, 1]);
@@ -297,8 +307,10 @@ mod tests {
         let s = sweep(&["--width", "1024", "--param", "seed=7", "--method", "local"]);
         let pairs = s.params.pairs().unwrap();
         let expected = [("width", "1024"), ("method", "local"), ("seed", "7")];
-        let expected: Vec<(String, String)> =
-            expected.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         assert_eq!(pairs, expected);
     }
 
@@ -312,7 +324,9 @@ mod tests {
 
     #[test]
     fn format_and_output_parse() {
-        let s = sweep(&["--format", "markdown", "-o", "r.json", "--pin", "compact", "-q"]);
+        let s = sweep(&[
+            "--format", "markdown", "-o", "r.json", "--pin", "compact", "-q",
+        ]);
         assert_eq!(s.format, Some(ExportFormat::Markdown));
         assert_eq!(s.output, Some(PathBuf::from("r.json")));
         assert_eq!((s.pin, s.quiet), (PinArg::Compact, true));

@@ -10,8 +10,11 @@
 //! statistics — so that further commands reuse statistics and exports unchanged.
 
 pub mod args;
+pub mod commands;
+pub mod error;
 pub mod export;
 pub mod plot;
 pub mod progress;
 pub mod results;
 pub mod stats;
+pub mod sweep;

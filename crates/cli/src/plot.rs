@@ -124,7 +124,10 @@ fn draw_boxes(
     kernel: &str,
     cells: &[&Point],
 ) -> Result<(), PlotError> {
-    let low = cells.iter().map(|c| c.summary.min).fold(f64::INFINITY, f64::min);
+    let low = cells
+        .iter()
+        .map(|c| c.summary.min)
+        .fold(f64::INFINITY, f64::min);
     let high = cells.iter().map(|c| c.summary.max).fold(0.0, f64::max);
     // A log axis needs a positive range; pad by a factor so that extreme boxes stay visible.
     let low = (low * 0.8).max(1e-12);
@@ -176,16 +179,17 @@ fn draw_boxes(
             colour.stroke_width(1),
         );
         let median = PathElement::new(
-            vec![(x - BOX_HALF_WIDTH, s.median), (x + BOX_HALF_WIDTH, s.median)],
+            vec![
+                (x - BOX_HALF_WIDTH, s.median),
+                (x + BOX_HALF_WIDTH, s.median),
+            ],
             BLACK.stroke_width(2),
         );
         // Box first, then the lines on top of it.
         chart
             .draw_series([quartiles, outline])
             .map_err(draw_error)?;
-        chart
-            .draw_series([whisker, median])
-            .map_err(draw_error)?;
+        chart.draw_series([whisker, median]).map_err(draw_error)?;
     }
     Ok(())
 }
@@ -266,7 +270,10 @@ fn distinct_threads(cells: &[&Point]) -> Vec<usize> {
 }
 
 fn thread_colour(thread_counts: &[usize], threads: usize) -> RGBAColor {
-    let index = thread_counts.iter().position(|&t| t == threads).unwrap_or(0);
+    let index = thread_counts
+        .iter()
+        .position(|&t| t == threads)
+        .unwrap_or(0);
     Palette99::pick(index).to_rgba()
 }
 
@@ -287,8 +294,15 @@ mod tests {
     fn sweep_report() -> Report {
         let mut report = Report::new("sweep", &["kernel", "scheduler", "threads"]);
         for kernel in ["reduce", "scan"] {
-            for (scheduler, threads, time) in [("seq", "1", 4e-3), ("tree", "1", 4e-3), ("tree", "2", 2e-3)] {
-                let mut c = cell(kernel, scheduler, threads, vec![time, time * 1.1, time * 0.9]);
+            for (scheduler, threads, time) in
+                [("seq", "1", 4e-3), ("tree", "1", 4e-3), ("tree", "2", 2e-3)]
+            {
+                let mut c = cell(
+                    kernel,
+                    scheduler,
+                    threads,
+                    vec![time, time * 1.1, time * 0.9],
+                );
                 let t = threads.parse().unwrap();
                 c.relative = Some(Relative::against(4e-3, time, t));
                 report.cells.push(c);
@@ -310,7 +324,9 @@ mod tests {
     #[test]
     fn failed_cells_are_skipped_but_an_empty_report_is_an_error() {
         let mut report = sweep_report();
-        report.cells.push(Cell::failed(&[("kernel", "qap")], "bad input".into()));
+        report
+            .cells
+            .push(Cell::failed(&[("kernel", "qap")], "bad input".into()));
         assert!(render_svg(&report).is_ok());
         report.cells.retain(|c| c.summary.is_none());
         assert!(matches!(render_svg(&report), Err(PlotError::NothingToPlot)));
@@ -319,8 +335,13 @@ mod tests {
     #[test]
     fn cells_without_sweep_labels_are_rejected() {
         let mut report = Report::new("latency", &["kernel"]);
-        report.cells.push(Cell::measured(&[("kernel", "x")], vec![1.0]));
-        assert!(matches!(render_svg(&report), Err(PlotError::MissingLabel("threads"))));
+        report
+            .cells
+            .push(Cell::measured(&[("kernel", "x")], vec![1.0]));
+        assert!(matches!(
+            render_svg(&report),
+            Err(PlotError::MissingLabel("threads"))
+        ));
         report.cells = vec![cell("x", "tree", "0", vec![1.0])];
         assert!(matches!(render_svg(&report), Err(PlotError::BadThreads(_))));
     }

@@ -14,7 +14,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// use parbench_cli::progress::Progress;
 /// let progress = Progress::new(10, true); // quiet: draws nothing
 /// progress.start_cell("reduce/tree/2");
-/// progress.run_done();
+/// progress.advance(1);
 /// progress.finish();
 /// ```
 #[derive(Debug)]
@@ -46,13 +46,9 @@ impl Progress {
         self.bar.set_message(name.to_owned());
     }
 
-    /// Counts one finished (warm-up or timed) run.
-    pub fn run_done(&self) {
-        self.bar.inc(1);
-    }
-
-    /// Counts `runs` runs that will not happen (a cell failed early), keeping the total honest.
-    pub fn skip(&self, runs: u64) {
+    /// Counts `runs` finished (warm-up or timed) runs, or runs that will not happen because their
+    /// cell failed, which keeps the total and the ETA honest.
+    pub fn advance(&self, runs: u64) {
         self.bar.inc(runs);
     }
 

@@ -201,8 +201,14 @@ mod tests {
     #[test]
     fn single_sample_has_no_spread_statistics() {
         let s = Summary::from_samples(&[3.0]).unwrap();
-        assert_eq!((s.median, s.min, s.max, s.p5, s.p95), (3.0, 3.0, 3.0, 3.0, 3.0));
-        assert_eq!((s.sd, s.cv, s.se, s.ci95_low, s.ci95_high), (None, None, None, None, None));
+        assert_eq!(
+            (s.median, s.min, s.max, s.p5, s.p95),
+            (3.0, 3.0, 3.0, 3.0, 3.0)
+        );
+        assert_eq!(
+            (s.sd, s.cv, s.se, s.ci95_low, s.ci95_high),
+            (None, None, None, None, None)
+        );
     }
 
     #[test]

@@ -88,7 +88,11 @@ pub(crate) mod fixtures {
         );
         seq.relative = Some(Relative::against(2.0e-3, 2.0e-3, 1));
         let mut tree = Cell::measured(
-            &[("kernel", "reduce"), ("scheduler", "tree"), ("threads", "2")],
+            &[
+                ("kernel", "reduce"),
+                ("scheduler", "tree"),
+                ("threads", "2"),
+            ],
             vec![1.0e-3],
         );
         tree.relative = Some(Relative::against(2.0e-3, 1.0e-3, 2));
@@ -98,7 +102,11 @@ pub(crate) mod fixtures {
             values: vec![4.0e9],
         });
         let failed = Cell::failed(
-            &[("kernel", "reduce"), ("scheduler", "spawn"), ("threads", "2")],
+            &[
+                ("kernel", "reduce"),
+                ("scheduler", "spawn"),
+                ("threads", "2"),
+            ],
             "cannot spawn thread, \"resource\" busy".into(),
         );
         report.cells = vec![seq, tree, failed];

@@ -73,7 +73,11 @@ mod tests {
         TableExporter.write(&sample_report(), &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 1 + 3 + 1, "header, three cells, one footnote:\n{text}");
+        assert_eq!(
+            lines.len(),
+            1 + 3 + 1,
+            "header, three cells, one footnote:\n{text}"
+        );
         // Right-aligned numeric columns end at the same character position in every line.
         let end_of = |line: &str, word: &str| line.find(word).map(|i| i + word.chars().count());
         let runs_end = end_of(lines[0], "runs").unwrap();

@@ -40,8 +40,22 @@ pub struct TextGrid {
 const ROUGH_MARK: &str = "*";
 
 const STAT_COLUMNS: [&str; 16] = [
-    "runs", "median", "mean", "sd", "cv", "se", "ci95", "min", "p5", "p25", "p75", "p95", "max",
-    "speedup", "eff", "metrics / error",
+    "runs",
+    "median",
+    "mean",
+    "sd",
+    "cv",
+    "se",
+    "ci95",
+    "min",
+    "p5",
+    "p25",
+    "p75",
+    "p95",
+    "max",
+    "speedup",
+    "eff",
+    "metrics / error",
 ];
 
 impl TextGrid {
@@ -113,8 +127,14 @@ fn cell_row(label_names: &[String], cell: &Cell) -> Vec<String> {
             row.extend(std::iter::repeat_n(dash(), 12));
         }
     }
-    row.push(cell.relative.map_or_else(dash, |r| format!("{:.2}x", r.speedup)));
-    row.push(cell.relative.map_or_else(dash, |r| format!("{:.2}", r.efficiency)));
+    row.push(
+        cell.relative
+            .map_or_else(dash, |r| format!("{:.2}x", r.speedup)),
+    );
+    row.push(
+        cell.relative
+            .map_or_else(dash, |r| format!("{:.2}", r.efficiency)),
+    );
     row.push(match &cell.error {
         Some(error) => format!("error: {error}"),
         None => metrics_text(cell),
