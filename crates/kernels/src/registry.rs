@@ -3,7 +3,12 @@
 use crate::kernel::{Kernel, KernelError};
 use crate::kernels;
 
-static REGISTRY: &[&dyn Kernel] = &[&kernels::reduce::Reduce];
+static REGISTRY: &[&dyn Kernel] = &[
+    &kernels::spmv::SPMV_BALANCED,
+    &kernels::spmv::SPMV_TRIANGLE,
+    &kernels::spmv::SPMV_HYPERBOLIC,
+    &kernels::reduce::Reduce,
+];
 
 /// Every kernel, in display order.
 ///

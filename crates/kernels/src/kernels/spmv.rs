@@ -1,0 +1,208 @@
+//! `spmv-balanced`, `spmv-triangle`, `spmv-hyperbolic`: `y = A · x` for a CSR matrix, one parallel
+//! loop over the rows.
+//!
+//! The three kernels differ only in how non-zeros are spread over the rows (constant, linearly
+//! decreasing, ∝ 1/(row+1)), which is what separates schedulers that balance load from those that
+//! split by index. By default the matrix is generated (rows = threads · 2^9, `--width` columns,
+//! `density · width` non-zeros per row on average, seeded); `--matrix FILE.mtx` reads a
+//! MatrixMarket file instead. `y` is filled with NaN before each run, so a row the executor skips
+//! shows up as a mismatch against the sequential reference.
+
+use std::fs;
+
+use crate::disjoint::DisjointSlice;
+use crate::executor::Executor;
+use crate::input::matrix_market::parse_matrix_market;
+use crate::input::InputError;
+use crate::kernel::{
+    bad_param, timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel,
+    RunReport,
+};
+use crate::kernels::csr::{CsrMatrix, RowProfile};
+use crate::kernels::rng::SplitMix64;
+
+/// Upper bound on generated non-zeros, so a typo in a parameter is an error, not an OOM abort.
+const MAX_GENERATED_NNZ: f64 = (1u64 << 31) as f64;
+
+/// One of the three spmv kernels.
+pub(crate) struct Spmv {
+    name: &'static str,
+    description: &'static str,
+    profile: RowProfile,
+}
+
+/// `spmv-balanced`.
+pub(crate) static SPMV_BALANCED: Spmv = Spmv {
+    name: "spmv-balanced",
+    description: "sparse matrix × vector, every row with the same number of non-zeros",
+    profile: RowProfile::Balanced,
+};
+
+/// `spmv-triangle`.
+pub(crate) static SPMV_TRIANGLE: Spmv = Spmv {
+    name: "spmv-triangle",
+    description: "sparse matrix × vector, row non-zeros decreasing linearly",
+    profile: RowProfile::Triangle,
+};
+
+/// `spmv-hyperbolic`.
+pub(crate) static SPMV_HYPERBOLIC: Spmv = Spmv {
+    name: "spmv-hyperbolic",
+    description: "sparse matrix × vector, row non-zeros proportional to 1/(row+1)",
+    profile: RowProfile::Hyperbolic,
+};
+
+static PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "width",
+        default: "2^15",
+        help: "columns of the generated matrix (2^10 … 2^15 in the study)",
+    },
+    ParamSpec {
+        name: "density",
+        default: "2^-7",
+        help: "average fraction of non-zeros per row",
+    },
+    ParamSpec {
+        name: "rows",
+        default: "",
+        help: "rows of the generated matrix (default: threads × 2^9)",
+    },
+    ParamSpec {
+        name: "seed",
+        default: "1",
+        help: "seed of the matrix generator",
+    },
+    ParamSpec {
+        name: "matrix",
+        default: "",
+        help: "MatrixMarket coordinate file to use instead of a generated matrix",
+    },
+];
+
+impl Spmv {
+    fn matrix(&self, params: &Params, threads: usize) -> Result<CsrMatrix, KernelError> {
+        if let Some(path) = params.get_path(self, "matrix")? {
+            let text = fs::read_to_string(&path).map_err(|source| KernelError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            let coo = parse_matrix_market(&path, &text)?;
+            return CsrMatrix::from_coo(&coo).map_err(|m| InputError::new(&path, 0, m).into());
+        }
+        let width = params.get_usize(self, "width")?;
+        let density = params.get_f64(self, "density")?;
+        let rows = match params.get_str(self, "rows")? {
+            "" => threads.max(1) << 9,
+            _ => params.get_usize(self, "rows")?,
+        };
+        let seed = params.get_usize(self, "seed")? as u64;
+        if width == 0 || width > u32::MAX as usize {
+            return Err(bad_param(
+                self,
+                "width",
+                &width.to_string(),
+                "must be in 1..=2^32-1",
+            ));
+        }
+        if !(density > 0.0 && density <= 1.0) {
+            return Err(bad_param(
+                self,
+                "density",
+                &density.to_string(),
+                "must be in (0, 1]",
+            ));
+        }
+        if rows == 0 || rows as f64 * (width as f64 * density).max(1.0) > MAX_GENERATED_NNZ {
+            return Err(bad_param(
+                self,
+                "rows",
+                &rows.to_string(),
+                "must be ≥ 1 and give at most 2^31 non-zeros",
+            ));
+        }
+        let lengths = self.profile.row_lengths(rows, width, density);
+        Ok(CsrMatrix::generate(&lengths, width, seed))
+    }
+}
+
+impl Kernel for Spmv {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn description(&self) -> &'static str {
+        self.description
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn is_default_suite(&self) -> bool {
+        true
+    }
+
+    fn small_params(&self) -> &'static [(&'static str, &'static str)] {
+        &[("width", "512"), ("rows", "100"), ("density", "0.1")]
+    }
+
+    fn prepare(
+        &self,
+        params: &Params,
+        threads: usize,
+    ) -> Result<Box<dyn PreparedKernel>, KernelError> {
+        let matrix = self.matrix(params, threads)?;
+        let mut rng = SplitMix64::new(0x5EED_0002);
+        let x: Vec<f64> = (0..matrix.cols())
+            .map(|_| rng.below(9) as f64 - 4.0)
+            .collect();
+        let expected = matrix.multiply_reference(&x);
+        let y = vec![f64::NAN; matrix.rows()];
+        Ok(Box::new(PreparedSpmv {
+            name: self.name,
+            matrix,
+            x,
+            y,
+            expected,
+        }))
+    }
+}
+
+struct PreparedSpmv {
+    name: &'static str,
+    matrix: CsrMatrix,
+    x: Vec<f64>,
+    y: Vec<f64>,
+    expected: Vec<f64>,
+}
+
+impl PreparedKernel for PreparedSpmv {
+    fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
+        self.y.fill(f64::NAN);
+        let (matrix, x) = (&self.matrix, &self.x);
+        let y = DisjointSlice::new(&mut self.y);
+        let ((), elapsed) = timed(exec, || {
+            exec.for_chunks(0..matrix.rows(), &|rows| {
+                // SAFETY: the executor hands out disjoint row ranges.
+                let out = unsafe { y.range_mut(rows.clone()) };
+                matrix.multiply_rows(x, rows, out);
+            });
+        })?;
+        let same = |a: f64, b: f64| a == b || (a.is_nan() && b.is_nan());
+        if let Some(row) = (0..self.y.len()).find(|&r| !same(self.y[r], self.expected[r])) {
+            return Err(wrong_result(
+                self.name,
+                format!(
+                    "row {row}: {} instead of {}",
+                    self.y[row], self.expected[row]
+                ),
+            ));
+        }
+        let flops = 2.0 * self.matrix.nnz() as f64 / elapsed.as_secs_f64().max(1e-12);
+        Ok(RunReport {
+            elapsed,
+            metrics: vec![Metric::new("gflops", flops / 1e9, "GFLOP/s")],
+        })
+    }
+}
