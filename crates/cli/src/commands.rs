@@ -59,10 +59,13 @@ pub fn run(command: Command) -> Result<(), CliError> {
 /// let Command::Sweep(args) = cli.command else { unreachable!() };
 /// let plan = plan_from_args(&args)?;
 /// assert_eq!((plan.kernels.len(), plan.threads.as_slice()), (1, &[2][..]));
+/// let cli = Cli::try_parse_from(["parbench-cli", "sweep", "--schedulers", "seq,tree,seq"])?;
+/// let Command::Sweep(args) = cli.command else { unreachable!() };
+/// assert_eq!(plan_from_args(&args)?.schedulers.len(), 2);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn plan_from_args(args: &SweepArgs) -> Result<SweepPlan, CliError> {
-    let kernels: Vec<&'static dyn Kernel> = match &args.kernels {
+    let mut kernels: Vec<&'static dyn Kernel> = match &args.kernels {
         Some(names) => names
             .iter()
             .map(|name| find_kernel(name.trim()))
@@ -73,13 +76,16 @@ pub fn plan_from_args(args: &SweepArgs) -> Result<SweepPlan, CliError> {
             .filter(|k| k.is_default_suite())
             .collect(),
     };
-    let schedulers: Vec<ExecutorKind> = match &args.schedulers {
+    let mut schedulers: Vec<ExecutorKind> = match &args.schedulers {
         Some(names) => names
             .iter()
             .map(|name| name.trim().parse())
             .collect::<Result<_, _>>()?,
         None => DEFAULT_SCHEDULERS.to_vec(),
     };
+    // Repeated flags accumulate; a name listed twice is measured once, at its first position.
+    dedup_in_order(&mut kernels, |a, b| a.name() == b.name());
+    dedup_in_order(&mut schedulers, |a, b| a == b);
     let threads = match &args.threads {
         Some(counts) => counts.0.clone(),
         None => (1..=available_cores()).collect(),
@@ -112,6 +118,20 @@ pub fn plan_from_args(args: &SweepArgs) -> Result<SweepPlan, CliError> {
         },
         params,
     })
+}
+
+fn dedup_in_order<T>(items: &mut Vec<T>, same: impl Fn(&T, &T) -> bool) {
+    let mut index = 0;
+    while index < items.len() {
+        if items[..index]
+            .iter()
+            .any(|earlier| same(earlier, &items[index]))
+        {
+            items.remove(index);
+        } else {
+            index += 1;
+        }
+    }
 }
 
 fn available_cores() -> usize {
