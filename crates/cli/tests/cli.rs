@@ -241,41 +241,38 @@ fn bad_kernel_parameter_value_is_a_one_line_error() {
     assert_bad_input(&output, &["lots"]);
 }
 
-#[test]
-fn missing_input_file_is_a_one_line_error() {
+/// Sweeps the first kernel that reads an input file on `file`; `None` (after printing SKIPPED)
+/// when no kernel reads one yet.
+fn sweep_with_input_file(file: &std::path::Path) -> Option<Output> {
     let Some((kernel, param)) = kernel_with_input_file() else {
         eprintln!("SKIPPED: no kernel in the registry reads an input file yet");
-        return;
+        return None;
     };
-    let missing = scratch("does-not-exist.txt");
-    let output = cli(&[
+    let setting = format!("{param}={}", file.display());
+    Some(cli(&[
         "sweep",
         "--kernels",
         kernel,
         "--param",
-        &format!("{param}={}", missing.display()),
+        &setting,
         "-q",
-    ]);
-    assert_bad_input(&output, &["does-not-exist.txt"]);
+    ]))
+}
+
+#[test]
+fn missing_input_file_is_a_one_line_error() {
+    if let Some(output) = sweep_with_input_file(&scratch("does-not-exist.txt")) {
+        assert_bad_input(&output, &["does-not-exist.txt"]);
+    }
 }
 
 #[test]
 fn malformed_input_file_is_a_one_line_error() {
-    let Some((kernel, param)) = kernel_with_input_file() else {
-        eprintln!("SKIPPED: no kernel in the registry reads an input file yet");
-        return;
-    };
     let garbage = scratch("garbage-input.txt");
     fs::write(&garbage, "this is not\nan instance } 3 -x\n").unwrap();
-    let output = cli(&[
-        "sweep",
-        "--kernels",
-        kernel,
-        "--param",
-        &format!("{param}={}", garbage.display()),
-        "-q",
-    ]);
-    assert_bad_input(&output, &["garbage-input.txt"]);
+    if let Some(output) = sweep_with_input_file(&garbage) {
+        assert_bad_input(&output, &["garbage-input.txt"]);
+    }
 }
 
 #[test]

@@ -8,7 +8,7 @@ use crate::results::{Cell, Report};
 /// Writes the report as RFC 4180 CSV.
 ///
 /// The columns are the report's label names, then `runs`, the statistics (`*_s` in seconds, `cv`
-/// as a fraction), `ci_is_rough`, `speedup`, `efficiency`, `metrics` (median per metric), `error`,
+/// as a fraction), `speedup`, `efficiency`, `ci_is_rough`, `metrics` (median per metric), `error`,
 /// and `samples_s`: every raw sample separated by spaces.
 ///
 /// ```
@@ -33,7 +33,6 @@ const STAT_COLUMNS: [&str; 20] = [
     "se_s",
     "ci95_low_s",
     "ci95_high_s",
-    "ci_is_rough",
     "min_s",
     "p5_s",
     "p25_s",
@@ -42,6 +41,7 @@ const STAT_COLUMNS: [&str; 20] = [
     "max_s",
     "speedup",
     "efficiency",
+    "ci_is_rough",
     "metrics",
     "error",
     "samples_s",
@@ -85,12 +85,6 @@ fn cell_fields(label_names: &[String], cell: &Cell) -> Vec<String> {
             s.and_then(|s| s.se),
             s.and_then(|s| s.ci95_low),
             s.and_then(|s| s.ci95_high),
-        ]
-        .map(number),
-    );
-    fields.push(s.map_or_else(String::new, |s| s.ci_is_rough.to_string()));
-    fields.extend(
-        [
             s.map(|s| s.min),
             s.map(|s| s.p5),
             s.map(|s| s.p25),
@@ -102,6 +96,7 @@ fn cell_fields(label_names: &[String], cell: &Cell) -> Vec<String> {
         ]
         .map(number),
     );
+    fields.push(s.map_or_else(String::new, |s| s.ci_is_rough.to_string()));
     let metrics: Vec<String> = cell
         .metrics
         .iter()
