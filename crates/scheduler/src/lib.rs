@@ -1,1 +1,297 @@
-//! Work in progress: the scheduler lands in the next commits.
+//! A composable work-stealing thread pool whose `parallel_for` hands the range out through a
+//! K-ary tree of threads.
+//!
+//! # Design
+//!
+//! The pool ([`ThreadPool`], built by [`ThreadPoolBuilder`]) is a classic work-stealing pool:
+//! every worker owns a `crossbeam_deque` deque plus an inbox that other threads can hand it work
+//! through, and idle workers steal, spin for a while, then park (`registry.rs`, `sleep.rs`).
+//!
+//! Its parallel loops use, by default, the *tree distribution* of the study "fast work
+//! distribution for composable task schedulers" ([`Strategy::Tree`], `strategy/tree.rs`): the
+//! caller hands shares of the range to threads through a K-ary tree, so every thread gets its
+//! share after `⌈log_K P⌉` hand-offs; each thread runs its share for a calibrated *timespan*
+//! without creating any task, then splits the rest into stealable *balancing tasks* sized by how
+//! many iterations it managed in that timespan. On a balanced load this costs about as little as
+//! static scheduling; on an unbalanced one the balancing tasks are stolen. Because everything runs
+//! as tasks on one pool, calls compose: a loop inside a loop body runs on the same threads.
+//!
+//! The baselines a scheduler study compares against are strategies of the same pool:
+//! [`Strategy::Static`], [`Strategy::Dynamic`], [`Strategy::Guided`] (OpenMP-like) and
+//! [`Strategy::Simple`] (TBB-like), plus the two ablations of the study
+//! ([`Strategy::tree_no_timespan`], [`Strategy::tree_fixed_grain`]).
+//!
+//! A thread outside the pool that calls a parallel algorithm takes part in it: it runs its own
+//! share first, and takes back work queued for threads that have not woken up yet. It stands in
+//! for worker 0, so a pool of P threads runs a loop on P threads.
+//!
+//! # Example
+//!
+//! ```
+//! use parbench_scheduler::{Strategy, ThreadPoolBuilder};
+//!
+//! let pool = ThreadPoolBuilder::new().num_threads(2).build()?;
+//! let data: Vec<u64> = (0..10_000).collect();
+//! let total = pool.parallel_reduce(0..data.len(), || 0, |i| data[i], |a, b| a + b);
+//! assert_eq!(total, 49_995_000);
+//!
+//! // Nested calls run on the same pool.
+//! let cells = std::sync::atomic::AtomicUsize::new(0);
+//! pool.parallel_for_with(&Strategy::Static, 0..8, |_| {
+//!     pool.parallel_for(0..8, |_| {
+//!         cells.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+//!     });
+//! });
+//! assert_eq!(cells.into_inner(), 64);
+//! # Ok::<(), parbench_scheduler::BuildError>(())
+//! ```
+//!
+//! The free functions ([`parallel_for`], [`join`], …) act on the pool the calling thread works
+//! for, or else on a lazily built global pool sized by `PARBENCH_NUM_THREADS`.
+
+#![warn(missing_docs)]
+
+mod builder;
+mod error;
+mod global;
+mod job;
+mod join;
+mod latch;
+mod pool;
+mod reduce;
+mod registry;
+mod scan;
+mod scope;
+mod sleep;
+mod strategy;
+mod timer;
+mod tune;
+
+use std::ops::Range;
+
+pub use builder::{
+    CALIBRATION_BUDGET, CALIBRATION_RANGE, CALIBRATION_ROUNDS, DEFAULT_SPIN_BEFORE_PARK,
+    NUM_THREADS_ENV, Pinning, ThreadPoolBuilder, Timespan,
+};
+pub use error::{BuildError, SpawnError};
+pub use global::global_pool;
+pub use pool::ThreadPool;
+pub use scope::Scope;
+pub use strategy::{Grain, Handoff, Strategy, TreeConfig, TreeTimespan, tree_handoffs};
+pub use tune::{DEFAULT_TUNING_ROUNDS, sched_time_probe, tune_timespan};
+
+use global::current_registry;
+use strategy::{Body, run_loop};
+
+/// [`ThreadPool::parallel_for`] on the current pool (the one the calling thread works for, else
+/// the global pool).
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// let n = AtomicUsize::new(0);
+/// parbench_scheduler::parallel_for(0..100, |_| {
+///     n.fetch_add(1, Ordering::Relaxed);
+/// });
+/// assert_eq!(n.into_inner(), 100);
+/// ```
+pub fn parallel_for<F: Fn(usize) + Sync>(range: Range<usize>, body: F) {
+    run_loop(
+        current_registry(),
+        &Strategy::default(),
+        range,
+        Body::Index(&body),
+    );
+}
+
+/// [`ThreadPool::parallel_for_with`] on the current pool.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// let n = AtomicUsize::new(0);
+/// parbench_scheduler::parallel_for_with(&parbench_scheduler::Strategy::Static, 0..10, |_| {
+///     n.fetch_add(1, Ordering::Relaxed);
+/// });
+/// assert_eq!(n.into_inner(), 10);
+/// ```
+pub fn parallel_for_with<F: Fn(usize) + Sync>(strategy: &Strategy, range: Range<usize>, body: F) {
+    run_loop(current_registry(), strategy, range, Body::Index(&body));
+}
+
+/// [`ThreadPool::parallel_for_chunks`] on the current pool.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// let n = AtomicUsize::new(0);
+/// parbench_scheduler::parallel_for_chunks(0..100, |r| {
+///     n.fetch_add(r.len(), Ordering::Relaxed);
+/// });
+/// assert_eq!(n.into_inner(), 100);
+/// ```
+pub fn parallel_for_chunks<F: Fn(Range<usize>) + Sync>(range: Range<usize>, body: F) {
+    run_loop(
+        current_registry(),
+        &Strategy::default(),
+        range,
+        Body::Chunks(&body),
+    );
+}
+
+/// [`ThreadPool::parallel_for_chunks_with`] on the current pool.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// let n = AtomicUsize::new(0);
+/// let strategy = parbench_scheduler::Strategy::Dynamic { chunk: 7 };
+/// parbench_scheduler::parallel_for_chunks_with(&strategy, 0..100, |r| {
+///     assert!(r.len() <= 7);
+///     n.fetch_add(r.len(), Ordering::Relaxed);
+/// });
+/// assert_eq!(n.into_inner(), 100);
+/// ```
+pub fn parallel_for_chunks_with<F: Fn(Range<usize>) + Sync>(
+    strategy: &Strategy,
+    range: Range<usize>,
+    body: F,
+) {
+    run_loop(current_registry(), strategy, range, Body::Chunks(&body));
+}
+
+/// [`ThreadPool::parallel_reduce`] on the current pool.
+///
+/// ```
+/// let sum = parbench_scheduler::parallel_reduce(1..11, || 0, |i| i, |a, b| a + b);
+/// assert_eq!(sum, 55);
+/// ```
+pub fn parallel_reduce<T, ID, M, C>(range: Range<usize>, identity: ID, map: M, combine: C) -> T
+where
+    T: Send,
+    ID: Fn() -> T + Sync,
+    M: Fn(usize) -> T + Sync,
+    C: Fn(T, T) -> T + Sync,
+{
+    reduce::parallel_reduce(
+        current_registry(),
+        &Strategy::default(),
+        range,
+        identity,
+        map,
+        combine,
+    )
+}
+
+/// [`ThreadPool::parallel_reduce_with`] on the current pool.
+///
+/// ```
+/// let strategy = parbench_scheduler::Strategy::Guided { min_chunk: 2 };
+/// let product = parbench_scheduler::parallel_reduce_with(&strategy, 1..6, || 1u64, |i| i as u64, |a, b| a * b);
+/// assert_eq!(product, 120);
+/// ```
+pub fn parallel_reduce_with<T, ID, M, C>(
+    strategy: &Strategy,
+    range: Range<usize>,
+    identity: ID,
+    map: M,
+    combine: C,
+) -> T
+where
+    T: Send,
+    ID: Fn() -> T + Sync,
+    M: Fn(usize) -> T + Sync,
+    C: Fn(T, T) -> T + Sync,
+{
+    reduce::parallel_reduce(current_registry(), strategy, range, identity, map, combine)
+}
+
+/// [`ThreadPool::scan_inclusive`] on the current pool.
+///
+/// ```
+/// let mut v = [1, 2, 3, 4];
+/// parbench_scheduler::scan_inclusive(&mut v, |a, b| a + b);
+/// assert_eq!(v, [1, 3, 6, 10]);
+/// ```
+pub fn scan_inclusive<T, F>(data: &mut [T], op: F)
+where
+    T: Copy + Send + Sync,
+    F: Fn(T, T) -> T + Sync,
+{
+    scan::scan_inclusive(current_registry(), &Strategy::default(), data, op);
+}
+
+/// [`ThreadPool::scan_inclusive_with`] on the current pool.
+///
+/// ```
+/// let mut v = [5, 1, 1];
+/// parbench_scheduler::scan_inclusive_with(&parbench_scheduler::Strategy::Static, &mut v, |a, b| a * b);
+/// assert_eq!(v, [5, 5, 5]);
+/// ```
+pub fn scan_inclusive_with<T, F>(strategy: &Strategy, data: &mut [T], op: F)
+where
+    T: Copy + Send + Sync,
+    F: Fn(T, T) -> T + Sync,
+{
+    scan::scan_inclusive(current_registry(), strategy, data, op);
+}
+
+/// [`ThreadPool::join`] on the current pool.
+///
+/// ```
+/// let (a, b) = parbench_scheduler::join(|| 1 + 1, || "two");
+/// assert_eq!((a, b), (2, "two"));
+/// ```
+pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    join::join(current_registry(), a, b)
+}
+
+/// [`ThreadPool::scope`] on the current pool.
+///
+/// ```
+/// let mut out = [0; 3];
+/// parbench_scheduler::scope(|s| {
+///     for (i, slot) in out.iter_mut().enumerate() {
+///         s.spawn(move |_| *slot = i * 10);
+///     }
+/// });
+/// assert_eq!(out, [0, 10, 20]);
+/// ```
+pub fn scope<'scope, OP, R>(op: OP) -> R
+where
+    OP: FnOnce(&Scope<'scope>) -> R + Send,
+    R: Send,
+{
+    scope::scope(current_registry(), op)
+}
+
+/// [`ThreadPool::spawn`] on the current pool.
+///
+/// ```
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// parbench_scheduler::spawn(move || tx.send(1).unwrap());
+/// assert_eq!(rx.recv().unwrap(), 1);
+/// ```
+pub fn spawn<F: FnOnce() + Send + 'static>(task: F) {
+    pool::spawn_in(current_registry(), task);
+}
+
+/// The index of the calling thread in the pool it works for, or `None` outside any pool.
+///
+/// ```
+/// assert_eq!(parbench_scheduler::current_thread_index(), None);
+/// ```
+pub fn current_thread_index() -> Option<usize> {
+    registry::Registry::current().and_then(|registry| registry.current_thread_index())
+}
+
+/// The number of threads of the current pool (the global pool outside any pool).
+///
+/// ```
+/// assert!(parbench_scheduler::current_num_threads() >= 1);
+/// ```
+pub fn current_num_threads() -> usize {
+    current_registry().num_threads()
+}

@@ -1,0 +1,310 @@
+//! Building a pool: [`ThreadPoolBuilder`], [`Pinning`] and [`Timespan`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use crate::error::BuildError;
+use crate::pool::ThreadPool;
+use crate::registry::Registry;
+use crate::timer;
+
+/// The environment variable that sets the default number of threads (like `RAYON_NUM_THREADS`).
+pub const NUM_THREADS_ENV: &str = "PARBENCH_NUM_THREADS";
+
+/// The default spin window: idle threads keep looking for work this long before they park.
+///
+/// 200 µs bridges the serial gap between back-to-back parallel calls — a loop, a reduction, the
+/// next loop — so the next call finds its threads awake instead of paying a wake-up (tens of
+/// microseconds on a VM). It bounds the CPU an idle pool burns to 0.2 ms per worker per idle
+/// period; after it, parked workers use no CPU at all.
+pub const DEFAULT_SPIN_BEFORE_PARK: Duration = Duration::from_micros(200);
+
+/// Where worker threads run.
+///
+/// ```
+/// use parbench_scheduler::{Pinning, ThreadPoolBuilder};
+/// let pool = ThreadPoolBuilder::new().num_threads(1).pin(Pinning::Compact).build();
+/// assert!(pool.is_ok() || cfg!(not(any(target_os = "linux", target_os = "windows"))));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Pinning {
+    /// Leave placement to the operating system.
+    #[default]
+    None,
+    /// Worker `i` on the `i`-th CPU this process may use (wrapping around).
+    Compact,
+    /// Worker `i` on CPU `cpus[i % cpus.len()]` (operating-system CPU numbers).
+    Cpus(Vec<usize>),
+}
+
+/// How the tree strategy's timespan is chosen.
+///
+/// ```
+/// use parbench_scheduler::{ThreadPoolBuilder, Timespan};
+/// use std::time::Duration;
+/// let pool = ThreadPoolBuilder::new()
+///     .num_threads(2)
+///     .timespan(Timespan::Fixed(Duration::from_micros(20)))
+///     .build()
+///     .unwrap();
+/// assert_eq!(pool.timespan(), Duration::from_micros(20));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Timespan {
+    /// Measure it when the pool is built: a bounded run of [`crate::tune_timespan`] (at most
+    /// [`CALIBRATION_ROUNDS`] rounds and [`CALIBRATION_BUDGET`]; ≈ 5–20 ms, plus a one-time
+    /// 4 ms clock-rate measurement per process on x86-64), clamped to [`CALIBRATION_RANGE`].
+    #[default]
+    Calibrate,
+    /// Use this timespan; nothing is measured.
+    Fixed(Duration),
+}
+
+/// Rounds of the build-time calibration.
+pub const CALIBRATION_ROUNDS: usize = 500;
+/// Wall-time budget of the build-time calibration.
+pub const CALIBRATION_BUDGET: Duration = Duration::from_millis(30);
+/// The calibrated timespan is clamped into this range: below it the clock read costs more than
+/// it saves, above it one preempted calibration round would delay balancing for everyone.
+pub const CALIBRATION_RANGE: (Duration, Duration) =
+    (Duration::from_micros(1), Duration::from_micros(500));
+
+type ThreadName = Box<dyn FnMut(usize) -> String>;
+
+/// Configures and builds a [`ThreadPool`], following rayon's `ThreadPoolBuilder`.
+///
+/// ```
+/// use parbench_scheduler::ThreadPoolBuilder;
+/// let pool = ThreadPoolBuilder::new()
+///     .num_threads(2)
+///     .thread_name(|i| format!("worker-{i}"))
+///     .stack_size(4 << 20)
+///     .build()
+///     .unwrap();
+/// assert_eq!(pool.num_threads(), 2);
+/// ```
+pub struct ThreadPoolBuilder {
+    num_threads: Option<usize>,
+    thread_name: Option<ThreadName>,
+    stack_size: Option<usize>,
+    pinning: Pinning,
+    spin_before_park: Duration,
+    timespan: Timespan,
+}
+
+impl Default for ThreadPoolBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for ThreadPoolBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThreadPoolBuilder")
+            .field("num_threads", &self.num_threads)
+            .field(
+                "thread_name",
+                &self.thread_name.as_ref().map(|_| "<closure>"),
+            )
+            .field("stack_size", &self.stack_size)
+            .field("pinning", &self.pinning)
+            .field("spin_before_park", &self.spin_before_park)
+            .field("timespan", &self.timespan)
+            .finish()
+    }
+}
+
+impl ThreadPoolBuilder {
+    /// A builder with the defaults: threads from `PARBENCH_NUM_THREADS` or the available
+    /// parallelism, no pinning, [`DEFAULT_SPIN_BEFORE_PARK`], a calibrated timespan.
+    pub fn new() -> Self {
+        ThreadPoolBuilder {
+            num_threads: None,
+            thread_name: None,
+            stack_size: None,
+            pinning: Pinning::None,
+            spin_before_park: DEFAULT_SPIN_BEFORE_PARK,
+            timespan: Timespan::Calibrate,
+        }
+    }
+
+    /// The number of worker threads. Without it: the environment variable
+    /// `PARBENCH_NUM_THREADS` if it holds a positive integer (other values are ignored, as rayon
+    /// ignores a bad `RAYON_NUM_THREADS`), else [`std::thread::available_parallelism`].
+    /// `build` rejects 0 with [`BuildError::ZeroThreads`].
+    pub fn num_threads(mut self, num_threads: usize) -> Self {
+        self.num_threads = Some(num_threads);
+        self
+    }
+
+    /// Names worker `i` with `name(i)` (default `parbench-worker-{i}`).
+    pub fn thread_name<F: FnMut(usize) -> String + 'static>(mut self, name: F) -> Self {
+        self.thread_name = Some(Box::new(name));
+        self
+    }
+
+    /// The stack size of each worker thread, in bytes (default: the standard library's).
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Pins workers to CPUs.
+    pub fn pin(mut self, pinning: Pinning) -> Self {
+        self.pinning = pinning;
+        self
+    }
+
+    /// How long idle threads keep spinning and stealing before they park
+    /// (default [`DEFAULT_SPIN_BEFORE_PARK`]; `Duration::ZERO` parks at once).
+    pub fn spin_before_park(mut self, duration: Duration) -> Self {
+        self.spin_before_park = duration;
+        self
+    }
+
+    /// How the tree strategy's timespan is chosen (default [`Timespan::Calibrate`]).
+    pub fn timespan(mut self, timespan: Timespan) -> Self {
+        self.timespan = timespan;
+        self
+    }
+
+    /// The number of threads this builder would create.
+    fn resolved_num_threads(&self) -> usize {
+        self.num_threads.unwrap_or_else(default_num_threads)
+    }
+
+    /// Builds the pool: starts (and pins) every worker, then calibrates the timespan if asked to.
+    pub fn build(self) -> Result<ThreadPool, BuildError> {
+        let num_threads = self.resolved_num_threads();
+        if num_threads == 0 {
+            return Err(BuildError::ZeroThreads);
+        }
+        let cpus = resolve_pinning(&self.pinning, num_threads)?;
+        let (registry, deques) = Registry::new(num_threads, self.spin_before_park);
+        let registry = Arc::new(registry);
+        let mut name = self.thread_name;
+        let (started_tx, started_rx) = mpsc::channel();
+        let mut handles = Vec::with_capacity(num_threads);
+        for (index, deque) in deques.into_iter().enumerate() {
+            let thread_name = match name.as_mut() {
+                Some(name) => name(index),
+                None => format!("parbench-worker-{index}"),
+            };
+            let mut builder = thread::Builder::new().name(thread_name);
+            if let Some(bytes) = self.stack_size {
+                builder = builder.stack_size(bytes);
+            }
+            let worker_registry = Arc::clone(&registry);
+            let cpu = cpus.as_ref().map(|cpus| cpus[index]);
+            let started = started_tx.clone();
+            let spawned = builder.spawn(move || {
+                let pinned = cpu.is_none_or(|cpu| {
+                    core_affinity::set_for_current(core_affinity::CoreId { id: cpu })
+                });
+                let _ = started.send((index, cpu, pinned));
+                if pinned {
+                    worker_registry.worker_main(index, &deque);
+                }
+            });
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(source) => {
+                    ThreadPool::shut_down(&registry, handles);
+                    return Err(BuildError::Spawn { index, source });
+                }
+            }
+        }
+        drop(started_tx);
+        let mut failure = None;
+        for _ in 0..num_threads {
+            match started_rx.recv() {
+                Ok((index, Some(cpu), false)) => {
+                    failure = Some(BuildError::PinFailed { index, cpu })
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        if let Some(error) = failure {
+            ThreadPool::shut_down(&registry, handles);
+            return Err(error);
+        }
+        let pool = ThreadPool::from_parts(registry, handles);
+        match self.timespan {
+            Timespan::Fixed(duration) => pool.set_timespan(duration),
+            Timespan::Calibrate => {
+                let measured =
+                    crate::tune::calibrate(&pool, CALIBRATION_ROUNDS, CALIBRATION_BUDGET);
+                pool.set_timespan(measured.clamp(CALIBRATION_RANGE.0, CALIBRATION_RANGE.1));
+            }
+        }
+        Ok(pool)
+    }
+
+    /// Builds the global pool used by the free functions of this crate.
+    ///
+    /// ```
+    /// use parbench_scheduler::ThreadPoolBuilder;
+    /// // Only the first initialization wins; later ones report an error.
+    /// let first = ThreadPoolBuilder::new().num_threads(2).build_global();
+    /// let second = ThreadPoolBuilder::new().num_threads(2).build_global();
+    /// assert!(first.is_ok() && second.is_err());
+    /// ```
+    pub fn build_global(self) -> Result<(), BuildError> {
+        crate::global::init(self)
+    }
+}
+
+/// The default thread count: `PARBENCH_NUM_THREADS` if positive, else the available parallelism.
+pub(crate) fn default_num_threads() -> usize {
+    std::env::var(NUM_THREADS_ENV)
+        .ok()
+        .and_then(|value| value.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Maps each worker to its CPU, checking that every CPU exists.
+fn resolve_pinning(
+    pinning: &Pinning,
+    num_threads: usize,
+) -> Result<Option<Vec<usize>>, BuildError> {
+    let requested = match pinning {
+        Pinning::None => return Ok(None),
+        Pinning::Compact => None,
+        Pinning::Cpus(cpus) if cpus.is_empty() => return Err(BuildError::EmptyCpuList),
+        Pinning::Cpus(cpus) => Some(cpus),
+    };
+    let mut available: Vec<usize> = core_affinity::get_core_ids()
+        .ok_or(BuildError::PinningUnsupported)?
+        .into_iter()
+        .map(|core| core.id)
+        .collect();
+    available.sort_unstable();
+    let cpus: Vec<usize> = match requested {
+        None => available.clone(),
+        Some(cpus) => {
+            if let Some(&cpu) = cpus
+                .iter()
+                .find(|cpu| available.binary_search(cpu).is_err())
+            {
+                return Err(BuildError::NoSuchCpu { cpu, available });
+            }
+            cpus.clone()
+        }
+    };
+    if cpus.is_empty() {
+        return Err(BuildError::PinningUnsupported);
+    }
+    Ok(Some(
+        (0..num_threads).map(|i| cpus[i % cpus.len()]).collect(),
+    ))
+}
+
+/// Ticks of a duration, for the registry.
+pub(crate) fn ticks(duration: Duration) -> u64 {
+    timer::duration_to_ticks(duration)
+}

@@ -1,0 +1,60 @@
+//! Typed errors of the scheduler.
+
+/// Why a pool could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// `num_threads(0)` was requested.
+    #[error("a thread pool needs at least one thread, 0 were requested")]
+    ZeroThreads,
+    /// A CPU named in `Pinning::Cpus` does not exist (or is not available to this process).
+    #[error(
+        "cannot pin to CPU {cpu}: it does not exist or is not available (available: {available:?})"
+    )]
+    NoSuchCpu {
+        /// The requested CPU.
+        cpu: usize,
+        /// The CPUs this process may run on.
+        available: Vec<usize>,
+    },
+    /// `Pinning::Cpus` was given an empty list.
+    #[error("Pinning::Cpus needs at least one CPU")]
+    EmptyCpuList,
+    /// Pinning was requested but the platform cannot report or set CPU affinity.
+    #[error("CPU pinning is not supported on this platform")]
+    PinningUnsupported,
+    /// The operating system refused to pin a worker to its CPU.
+    #[error("the operating system refused to pin worker {index} to CPU {cpu}")]
+    PinFailed {
+        /// The worker.
+        index: usize,
+        /// Its CPU.
+        cpu: usize,
+    },
+    /// The operating system refused to create a worker thread.
+    #[error("could not spawn worker thread {index}: {source}")]
+    Spawn {
+        /// The worker that could not be created.
+        index: usize,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `build_global` was called after the global pool already existed.
+    #[error("the global thread pool has already been initialized")]
+    GlobalPoolAlreadyInitialized,
+}
+
+/// Why a task could not be spawned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpawnError {
+    /// `spawn_on` named a worker the pool does not have.
+    #[error("the pool has {num_threads} threads, there is no thread with index {index}")]
+    NoSuchThread {
+        /// The requested index.
+        index: usize,
+        /// The pool's size.
+        num_threads: usize,
+    },
+}

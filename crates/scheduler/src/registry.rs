@@ -1,0 +1,425 @@
+//! The pool and its workers: queues, the worker loop, finding work, and calling contexts.
+//!
+//! Every worker owns a LIFO [`Worker`] deque (tasks it creates itself, popped newest-first, stolen
+//! oldest-first by others) and an *inbox* [`Injector`] (tasks other threads hand to it with
+//! `spawn_on`; anybody may steal from it, which is how a caller takes back work queued for a worker
+//! that has not woken up yet). One more [`Injector`] takes `spawn`s from outside the pool.
+//!
+//! A thread outside the pool that calls a parallel algorithm takes part in it, like the study's
+//! `JoinMainThread`: it claims one of a few *guest slots*, each a deque that workers can steal from,
+//! and runs the algorithm exactly as a worker would. Should every guest slot be taken, the call is
+//! injected into the pool and the caller just blocks.
+
+use std::cell::Cell;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+
+use crate::job::{JobRef, StackJob};
+use crate::latch::Latch;
+use crate::sleep::Sleep;
+use crate::timer;
+
+/// How many outside threads can take part in calls at the same time (more just block).
+const GUEST_SLOTS: usize = 16;
+
+/// Which queue a calling context owns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    Worker(usize),
+    Guest(usize),
+}
+
+/// The calling context of a thread inside a pool operation.
+pub(crate) struct WorkerCtx<'r> {
+    pub(crate) registry: &'r Registry,
+    pub(crate) slot: Slot,
+    pub(crate) deque: &'r Worker<JobRef>,
+    rng: Cell<u64>,
+}
+
+thread_local! {
+    /// The context of the pool operation this thread is inside, if any.
+    static CURRENT: Cell<*const WorkerCtx<'static>> = const { Cell::new(ptr::null()) };
+}
+
+/// A deque an outside thread borrows for the duration of its outermost call.
+struct GuestSlot {
+    claimed: AtomicBool,
+    deque: Worker<JobRef>,
+    stealer: Stealer<JobRef>,
+}
+
+// SAFETY: `deque` (not `Sync`) is only used by the thread that claimed the slot, between its
+// Acquire claim and its Release un-claim; `stealer` is `Sync`.
+unsafe impl Sync for GuestSlot {}
+
+/// Shared state of one pool.
+pub(crate) struct Registry {
+    stealers: Vec<Stealer<JobRef>>,
+    inboxes: Vec<Injector<JobRef>>,
+    injector: Injector<JobRef>,
+    guests: Vec<GuestSlot>,
+    active_guests: AtomicUsize,
+    pub(crate) sleep: Sleep,
+    terminate: AtomicBool,
+    spin_ticks: u64,
+    timespan_ticks: AtomicU64,
+}
+
+impl Registry {
+    /// Creates the shared state and returns the workers' own deques, one per thread.
+    pub(crate) fn new(
+        num_threads: usize,
+        spin_before_park: std::time::Duration,
+    ) -> (Registry, Vec<Worker<JobRef>>) {
+        let deques: Vec<Worker<JobRef>> = (0..num_threads).map(|_| Worker::new_lifo()).collect();
+        let guests = (0..GUEST_SLOTS)
+            .map(|_| {
+                let deque = Worker::new_lifo();
+                let stealer = deque.stealer();
+                GuestSlot {
+                    claimed: AtomicBool::new(false),
+                    deque,
+                    stealer,
+                }
+            })
+            .collect();
+        let registry = Registry {
+            stealers: deques.iter().map(Worker::stealer).collect(),
+            inboxes: (0..num_threads).map(|_| Injector::new()).collect(),
+            injector: Injector::new(),
+            guests,
+            active_guests: AtomicUsize::new(0),
+            sleep: Sleep::new(num_threads),
+            terminate: AtomicBool::new(false),
+            spin_ticks: timer::duration_to_ticks(spin_before_park),
+            timespan_ticks: AtomicU64::new(0),
+        };
+        (registry, deques)
+    }
+
+    pub(crate) fn num_threads(&self) -> usize {
+        self.stealers.len()
+    }
+
+    /// The tree strategy's timespan in ticks (0 until calibrated or set).
+    pub(crate) fn timespan_ticks(&self) -> u64 {
+        self.timespan_ticks.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_timespan_ticks(&self, ticks: u64) {
+        self.timespan_ticks.store(ticks, Ordering::Relaxed);
+    }
+
+    /// The index of the calling thread if it is a worker of this pool.
+    pub(crate) fn current_thread_index(&self) -> Option<usize> {
+        let current = CURRENT.get();
+        if current.is_null() {
+            return None;
+        }
+        // SAFETY: CURRENT points to a live context while its thread is inside an operation.
+        let ctx = unsafe { &*current };
+        match ctx.slot {
+            Slot::Worker(index) if ptr::eq(ctx.registry, self) => Some(index),
+            _ => None,
+        }
+    }
+
+    /// Whether the calling thread is inside an operation of this pool.
+    pub(crate) fn current_context_is_this(&self) -> bool {
+        let current = CURRENT.get();
+        // SAFETY: see `current_thread_index`.
+        !current.is_null() && ptr::eq(unsafe { (*current).registry }, self)
+    }
+
+    /// The registry whose operation the calling thread is inside, if any.
+    pub(crate) fn current() -> Option<&'static Registry> {
+        let current = CURRENT.get();
+        if current.is_null() {
+            return None;
+        }
+        // SAFETY: the registry outlives every context that points to it, and the caller only uses
+        // the reference while it is inside that context (the free functions of this crate).
+        Some(unsafe { (*current).registry })
+    }
+
+    /// Runs `op` in a context of this pool: the current one if the thread is already inside
+    /// this pool, else a guest slot, else (all slots taken) on a worker while the caller blocks.
+    pub(crate) fn in_context<R: Send>(&self, op: impl FnOnce(&WorkerCtx<'_>) -> R + Send) -> R {
+        let current = CURRENT.get();
+        if !current.is_null() {
+            // SAFETY: see `current_thread_index`.
+            let ctx = unsafe { &*current };
+            if ptr::eq(ctx.registry, self) {
+                return op(ctx);
+            }
+        }
+        match self.claim_guest() {
+            Some(index) => {
+                let ctx = WorkerCtx::new(self, Slot::Guest(index), &self.guests[index].deque);
+                let _scope = ContextScope::enter(&ctx);
+                op(&ctx)
+            }
+            None => self.in_worker_blocking(op),
+        }
+    }
+
+    fn claim_guest(&self) -> Option<usize> {
+        for (index, slot) in self.guests.iter().enumerate() {
+            // Acquire: everything the previous holder did with the deque happened before.
+            if !slot.claimed.load(Ordering::Relaxed)
+                && slot
+                    .claimed
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                self.active_guests.fetch_add(1, Ordering::Relaxed);
+                return Some(index);
+            }
+        }
+        None
+    }
+
+    fn release_guest(&self, index: usize) {
+        self.active_guests.fetch_sub(1, Ordering::Relaxed);
+        // Release: pairs with the Acquire claim of the next holder.
+        self.guests[index].claimed.store(false, Ordering::Release);
+    }
+
+    fn in_worker_blocking<R: Send>(&self, op: impl FnOnce(&WorkerCtx<'_>) -> R + Send) -> R {
+        let job = StackJob::new(|| {
+            let current = CURRENT.get();
+            // SAFETY: the job runs on a worker of this pool, inside its context.
+            op(unsafe { &*current })
+        });
+        // SAFETY: we wait for the latch below before `job` goes out of scope.
+        self.injector.push(unsafe { job.as_job_ref() });
+        self.sleep.wake_one();
+        while !job.latch.probe() {
+            std::thread::park();
+        }
+        job.into_result().into_value()
+    }
+
+    /// Hands `job` to worker `index` and wakes it.
+    pub(crate) fn push_to(&self, index: usize, job: JobRef) {
+        self.inboxes[index].push(job);
+        self.sleep.wake(index);
+    }
+
+    /// Submits `job` from outside any context.
+    pub(crate) fn inject(&self, job: JobRef) {
+        self.injector.push(job);
+        self.sleep.wake_one();
+    }
+
+    pub(crate) fn terminate(&self) {
+        self.terminate.store(true, Ordering::SeqCst);
+        self.sleep.wake_all();
+    }
+
+    /// The loop of worker thread `index`; returns after the pool was dropped and no work is left.
+    pub(crate) fn worker_main(&self, index: usize, deque: &Worker<JobRef>) {
+        self.sleep.register_current(index);
+        let ctx = WorkerCtx::new(self, Slot::Worker(index), deque);
+        let _scope = ContextScope::enter(&ctx);
+        // SeqCst: pairs with the store in `terminate`, read inside the sleep protocol.
+        ctx.wait_until(&|| self.terminate.load(Ordering::SeqCst));
+        while let Some(job) = ctx.find_work() {
+            // SAFETY: every job in the queues is executed exactly once, by whoever takes it.
+            unsafe { job.execute() };
+        }
+    }
+
+    fn has_visible_work(&self, ctx: &WorkerCtx<'_>) -> bool {
+        !ctx.deque.is_empty()
+            || !self.injector.is_empty()
+            || self.inboxes.iter().any(|q| !q.is_empty())
+            || self.stealers.iter().any(|s| !s.is_empty())
+            || (self.active_guests.load(Ordering::Relaxed) > 0
+                && self.guests.iter().any(|g| !g.stealer.is_empty()))
+    }
+}
+
+/// Runs `f` with the context of the operation the calling thread is inside.
+///
+/// Jobs are only ever executed from inside a context (a worker's loop, or a caller waiting for its
+/// call), so a missing context is a bug in this crate, not a user error.
+pub(crate) fn with_current_ctx<R>(f: impl FnOnce(&WorkerCtx<'_>) -> R) -> R {
+    let current = CURRENT.get();
+    assert!(
+        !current.is_null(),
+        "parbench-scheduler: a job ran outside a pool context"
+    );
+    // SAFETY: CURRENT points to a live context while its thread is inside an operation.
+    f(unsafe { &*current })
+}
+
+/// Sets `CURRENT` for the duration of a context and restores it (also on unwind).
+struct ContextScope<'a, 'r> {
+    ctx: &'a WorkerCtx<'r>,
+    previous: *const WorkerCtx<'static>,
+}
+
+impl<'a, 'r> ContextScope<'a, 'r> {
+    fn enter(ctx: &'a WorkerCtx<'r>) -> Self {
+        let previous = CURRENT.replace((ctx as *const WorkerCtx<'r>).cast());
+        ContextScope { ctx, previous }
+    }
+}
+
+impl Drop for ContextScope<'_, '_> {
+    fn drop(&mut self) {
+        CURRENT.set(self.previous);
+        if let Slot::Guest(index) = self.ctx.slot {
+            self.ctx.registry.release_guest(index);
+        }
+    }
+}
+
+fn steal_from<T>(mut attempt: impl FnMut() -> Steal<T>) -> Option<T> {
+    loop {
+        match attempt() {
+            Steal::Success(job) => return Some(job),
+            Steal::Empty => return None,
+            Steal::Retry => std::hint::spin_loop(),
+        }
+    }
+}
+
+impl<'r> WorkerCtx<'r> {
+    fn new(registry: &'r Registry, slot: Slot, deque: &'r Worker<JobRef>) -> Self {
+        let seed = match slot {
+            Slot::Worker(i) => i as u64 + 1,
+            Slot::Guest(i) => (i as u64 + 1) << 32,
+        };
+        WorkerCtx {
+            registry,
+            slot,
+            deque,
+            rng: Cell::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
+        }
+    }
+
+    /// Pushes a stealable task on this context's own deque (no wake-up; see `sleep.rs`).
+    #[inline]
+    pub(crate) fn push_local(&self, job: JobRef) {
+        self.deque.push(job);
+    }
+
+    /// Pushes a stealable task and wakes one sleeping worker to steal it.
+    pub(crate) fn push_local_and_wake(&self, job: JobRef) {
+        self.deque.push(job);
+        self.registry.sleep.wake_one();
+    }
+
+    /// Pops the newest task of this context's own deque.
+    pub(crate) fn pop_local(&self) -> Option<JobRef> {
+        self.deque.pop()
+    }
+
+    fn next_random(&self) -> usize {
+        // xorshift64: a cheap, good-enough victim order.
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.set(x);
+        x as usize
+    }
+
+    /// Finds a task: own deque, own inbox, the injector, then other threads' queues.
+    pub(crate) fn find_work(&self) -> Option<JobRef> {
+        if let Some(job) = self.deque.pop() {
+            return Some(job);
+        }
+        let registry = self.registry;
+        if let Slot::Worker(index) = self.slot {
+            if let Some(job) = steal_from(|| registry.inboxes[index].steal()) {
+                return Some(job);
+            }
+        }
+        if let Some(job) = steal_from(|| registry.injector.steal()) {
+            return Some(job);
+        }
+        let n = registry.num_threads();
+        let start = self.next_random() % n;
+        for offset in 0..n {
+            let victim = (start + offset) % n;
+            if self.slot == Slot::Worker(victim) {
+                continue;
+            }
+            if let Some(job) = steal_from(|| registry.stealers[victim].steal()) {
+                return Some(job);
+            }
+            if let Some(job) = steal_from(|| registry.inboxes[victim].steal()) {
+                return Some(job);
+            }
+        }
+        if registry.active_guests.load(Ordering::Relaxed) > 0 {
+            for (index, guest) in registry.guests.iter().enumerate() {
+                if self.slot == Slot::Guest(index) {
+                    continue;
+                }
+                if let Some(job) = steal_from(|| guest.stealer.steal()) {
+                    return Some(job);
+                }
+            }
+        }
+        None
+    }
+
+    /// Executes tasks until `done` holds, spinning and then sleeping when there is nothing to do.
+    pub(crate) fn wait_until(&self, done: &dyn Fn() -> bool) {
+        let registry = self.registry;
+        let mut idle_since: Option<u64> = None;
+        let mut idle_rounds = 0u32;
+        loop {
+            if done() {
+                return;
+            }
+            if let Some(job) = self.find_work() {
+                // SAFETY: every job in the queues is executed exactly once, by whoever takes it.
+                unsafe { job.execute() };
+                idle_since = None;
+                idle_rounds = 0;
+                continue;
+            }
+            let now = timer::now();
+            let since = *idle_since.get_or_insert(now);
+            if now.wrapping_sub(since) < registry.spin_ticks {
+                idle_rounds += 1;
+                // Yield now and then so that, with more runnable threads than cores, a spinning
+                // thread does not hold a core that a working thread needs.
+                if idle_rounds % 16 == 0 {
+                    std::thread::yield_now();
+                } else {
+                    for _ in 0..32 {
+                        std::hint::spin_loop();
+                    }
+                }
+                continue;
+            }
+            match self.slot {
+                Slot::Worker(index) => registry
+                    .sleep
+                    .sleep(index, || done() || registry.has_visible_work(self)),
+                // Nothing but this guest pushes to its deque, which is empty here, so only its
+                // latch (which unparks it) can end the wait.
+                Slot::Guest(_) => {
+                    if !done() {
+                        std::thread::park();
+                    }
+                }
+            }
+            idle_since = None;
+        }
+    }
+
+    /// Executes tasks until `latch` is set.
+    pub(crate) fn wait_for(&self, latch: &Latch) {
+        self.wait_until(&|| latch.probe());
+    }
+}

@@ -1,0 +1,122 @@
+//! How idle threads park and are woken.
+//!
+//! A thread that finds no work spins (stealing) for the pool's `spin_before_park` window and then
+//! parks. Work can arrive in three ways, each with its own wake-up rule:
+//!
+//! * `spawn_on(i, …)` puts a task in worker `i`'s inbox and wakes worker `i` if it sleeps — this is
+//!   how the tree distribution hands a share to a child;
+//! * `spawn`, `join` and the `Simple` strategy push a stealable task and wake *one* sleeping worker,
+//!   because nobody else is known to be looking for it;
+//! * balancing tasks of the tree strategy are pushed without a wake-up: every thread that could
+//!   steal them was itself handed a share of the same call, so it is awake, and waking an idle
+//!   worker would only put one more runnable thread on cores that are already busy.
+//!
+//! No wake-up is lost: a sleeper first announces itself (`asleep = true`, then the `sleeping`
+//! count, both `SeqCst`) and only then re-checks every queue; a waker first pushes, then issues a
+//! `SeqCst` fence and reads the announcement. Whichever comes second sees the other (the classic
+//! store-buffer pattern, which needs sequential consistency on both sides). Parking uses the
+//! thread's park token, so an unpark that arrives between the re-check and `park` is not lost
+//! either. Latches unpark their waiter directly (see `latch.rs`); a worker waiting on a latch
+//! sleeps through this same protocol, so work handed to it still wakes it.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+use std::thread::{self, Thread};
+
+use crossbeam_utils::CachePadded;
+
+/// Per-worker sleep state.
+struct WorkerSleep {
+    asleep: AtomicBool,
+    thread: OnceLock<Thread>,
+}
+
+/// The sleep state of all workers of a pool.
+pub(crate) struct Sleep {
+    workers: Vec<CachePadded<WorkerSleep>>,
+    sleeping: AtomicUsize,
+}
+
+impl Sleep {
+    pub(crate) fn new(num_threads: usize) -> Self {
+        Sleep {
+            workers: (0..num_threads)
+                .map(|_| {
+                    CachePadded::new(WorkerSleep {
+                        asleep: AtomicBool::new(false),
+                        thread: OnceLock::new(),
+                    })
+                })
+                .collect(),
+            sleeping: AtomicUsize::new(0),
+        }
+    }
+
+    /// Registers the calling thread as worker `index` (called once, by the worker itself).
+    pub(crate) fn register_current(&self, index: usize) {
+        let _ = self.workers[index].thread.set(thread::current());
+    }
+
+    /// Parks worker `index` unless `should_wake` already holds after announcing the sleep.
+    pub(crate) fn sleep(&self, index: usize, should_wake: impl Fn() -> bool) {
+        let me = &self.workers[index];
+        // SeqCst: the announcement must be ordered before the re-check below (see module docs).
+        me.asleep.store(true, Ordering::SeqCst);
+        self.sleeping.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        while !should_wake() && me.asleep.load(Ordering::SeqCst) {
+            thread::park();
+        }
+        me.asleep.store(false, Ordering::Relaxed);
+        self.sleeping.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Wakes worker `index` if it sleeps. Call after publishing the work.
+    pub(crate) fn wake(&self, index: usize) {
+        // SeqCst fence: orders the caller's push before reading the announcement.
+        fence(Ordering::SeqCst);
+        self.wake_if_asleep(index);
+    }
+
+    /// Wakes one sleeping worker, if any. Call after publishing the work.
+    pub(crate) fn wake_one(&self) {
+        // SeqCst fence: orders the caller's push before reading the announcements.
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        for index in 0..self.workers.len() {
+            if self.wake_if_asleep(index) {
+                return;
+            }
+        }
+    }
+
+    /// Wakes every worker (pool shutdown).
+    pub(crate) fn wake_all(&self) {
+        fence(Ordering::SeqCst);
+        for worker in &self.workers {
+            worker.asleep.store(false, Ordering::SeqCst);
+            if let Some(thread) = worker.thread.get() {
+                thread.unpark();
+            }
+        }
+    }
+
+    fn wake_if_asleep(&self, index: usize) -> bool {
+        let worker = &self.workers[index];
+        // SeqCst: part of the store-buffer pattern with `sleep`.
+        if worker.asleep.load(Ordering::SeqCst)
+            && worker
+                .asleep
+                .compare_exchange(true, false, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+        {
+            if let Some(thread) = worker.thread.get() {
+                thread.unpark();
+            }
+            return true;
+        }
+        false
+    }
+}

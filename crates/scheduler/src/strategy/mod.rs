@@ -1,0 +1,381 @@
+//! Partitioning strategies: how a parallel loop's iterations are handed to threads.
+//!
+//! Every strategy runs a loop the same way from the outside: the calling context creates a
+//! [`LoopCall`] (the body, the panic state and the shared cursor of the call) and the root of the
+//! completion tree, lets the strategy hand out and execute work, releases its own count and then
+//! helps executing tasks until the root's latch is set. Only then may the call's stack frame —
+//! which every task of the call borrows — go away, and only then is a panic re-raised.
+//!
+//! One file per strategy: [`tree`] (the default), [`static_blocks`], [`dynamic`], [`guided`] and
+//! [`simple`].
+
+pub(crate) mod dynamic;
+pub(crate) mod guided;
+pub(crate) mod simple;
+pub(crate) mod static_blocks;
+pub(crate) mod tree;
+
+use std::any::Any;
+use std::ops::Range;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::job::{HeapJob, JobRef};
+use crate::latch::{CountNode, Latch};
+use crate::registry::{Registry, Slot, WorkerCtx};
+
+pub use tree::{Handoff, tree_handoffs};
+
+/// How a parallel loop distributes its iterations.
+///
+/// `Strategy::default()` is [`Strategy::Tree`] with [`TreeConfig::default()`].
+///
+/// ```
+/// use parbench_scheduler::{Strategy, ThreadPoolBuilder};
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+///
+/// let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+/// let sum = AtomicUsize::new(0);
+/// for strategy in [Strategy::default(), Strategy::Static, Strategy::Dynamic { chunk: 16 }] {
+///     pool.parallel_for_with(&strategy, 0..100, |i| {
+///         sum.fetch_add(i, Ordering::Relaxed);
+///     });
+/// }
+/// assert_eq!(sum.into_inner(), 3 * 4950);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub enum Strategy {
+    /// Tree distribution with timespan-delayed, adaptively sized balancing tasks (the default).
+    Tree(TreeConfig),
+    /// One contiguous block per thread, sizes differing by at most one; no balancing
+    /// (OpenMP `schedule(static)`).
+    Static,
+    /// Threads repeatedly take `chunk` iterations from a shared cursor (OpenMP
+    /// `schedule(dynamic, chunk)`). A `chunk` of 0 is treated as 1.
+    Dynamic {
+        /// Iterations per grab.
+        chunk: usize,
+    },
+    /// Threads take about `remaining / (2·P)` iterations per grab, never fewer than `min_chunk`
+    /// (OpenMP `schedule(guided, min_chunk)`). A `min_chunk` of 0 is treated as 1.
+    Guided {
+        /// The smallest grab.
+        min_chunk: usize,
+    },
+    /// Recursive halving down to `grain` iterations, every piece a stealable task (TBB's
+    /// `simple_partitioner`). A `grain` of 0 is treated as 1.
+    Simple {
+        /// The largest piece that is not split further.
+        grain: usize,
+    },
+}
+
+impl Default for Strategy {
+    fn default() -> Self {
+        Strategy::Tree(TreeConfig::default())
+    }
+}
+
+impl Strategy {
+    /// The study's first ablation: Tree without the timespan delay (balancing tasks are created at
+    /// once; with an adaptive grain that means pieces down to a single iteration).
+    ///
+    /// ```
+    /// use parbench_scheduler::{Strategy, TreeTimespan};
+    /// let Strategy::Tree(config) = Strategy::tree_no_timespan() else { unreachable!() };
+    /// assert_eq!(config.timespan, TreeTimespan::Disabled);
+    /// ```
+    pub fn tree_no_timespan() -> Self {
+        Strategy::Tree(TreeConfig {
+            timespan: TreeTimespan::Disabled,
+            ..TreeConfig::default()
+        })
+    }
+
+    /// The study's second ablation: Tree with a fixed grain instead of the adaptive one.
+    ///
+    /// ```
+    /// use parbench_scheduler::{Grain, Strategy};
+    /// let Strategy::Tree(config) = Strategy::tree_fixed_grain(64) else { unreachable!() };
+    /// assert_eq!(config.grain, Grain::Fixed(64));
+    /// ```
+    pub fn tree_fixed_grain(grain: usize) -> Self {
+        Strategy::Tree(TreeConfig {
+            grain: Grain::Fixed(grain),
+            ..TreeConfig::default()
+        })
+    }
+}
+
+/// Settings of the tree strategy.
+///
+/// ```
+/// use parbench_scheduler::{Grain, TreeConfig, TreeTimespan};
+/// let config = TreeConfig::default();
+/// assert_eq!((config.arity, config.timespan, config.grain), (2, TreeTimespan::Pool, Grain::Adaptive));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TreeConfig {
+    /// K: each hand-off level splits a thread range into K parts (values below 2 act as 2).
+    pub arity: usize,
+    /// How long a thread runs its share before creating balancing tasks.
+    pub timespan: TreeTimespan,
+    /// How balancing tasks are sized.
+    pub grain: Grain,
+}
+
+impl Default for TreeConfig {
+    fn default() -> Self {
+        TreeConfig {
+            arity: 2,
+            timespan: TreeTimespan::Pool,
+            grain: Grain::Adaptive,
+        }
+    }
+}
+
+/// The timespan a tree-distributed thread runs before it creates balancing tasks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TreeTimespan {
+    /// The pool's timespan (calibrated at build time, or fixed by the builder).
+    #[default]
+    Pool,
+    /// This duration.
+    Fixed(Duration),
+    /// No delay: balancing tasks are created before the first iteration.
+    Disabled,
+}
+
+/// How the tree strategy sizes its balancing tasks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Grain {
+    /// At least as many iterations as the thread ran during its timespan (at least one).
+    #[default]
+    Adaptive,
+    /// At least this many iterations (0 acts as 1).
+    Fixed(usize),
+}
+
+/// The loop body of a call, per index or per chunk.
+#[derive(Clone, Copy)]
+pub(crate) enum Body<'a> {
+    Index(&'a (dyn Fn(usize) + Sync)),
+    Chunks(&'a (dyn Fn(Range<usize>) + Sync)),
+}
+
+/// The shared state of one parallel loop call; lives in the caller's frame.
+pub(crate) struct LoopCall<'a> {
+    body: Body<'a>,
+    stop: AtomicBool,
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
+    /// Participants: the pool's threads, the caller standing in for one of them.
+    pub(crate) slots: usize,
+    /// The worker that slot 0 stands for (the caller's own index; 0 for an outside caller).
+    root_index: usize,
+    /// Next unclaimed offset (Dynamic, Guided).
+    pub(crate) cursor: AtomicUsize,
+}
+
+impl<'a> LoopCall<'a> {
+    fn new(ctx: &WorkerCtx<'_>, body: Body<'a>) -> Self {
+        LoopCall {
+            body,
+            stop: AtomicBool::new(false),
+            panic: Mutex::new(None),
+            slots: ctx.registry.num_threads(),
+            root_index: match ctx.slot {
+                Slot::Worker(index) => index,
+                Slot::Guest(_) => 0,
+            },
+            cursor: AtomicUsize::new(0),
+        }
+    }
+
+    /// The worker that stands for `slot` of this call.
+    pub(crate) fn worker_of(&self, slot: usize) -> usize {
+        (self.root_index + slot) % self.slots
+    }
+
+    /// Whether a panic stopped the call (no new iterations may start).
+    #[inline]
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Runs iterations `range`; returns `false` if the call is stopped.
+    pub(crate) fn run(&self, range: Range<usize>) -> bool {
+        if range.is_empty() {
+            return !self.stopped();
+        }
+        if self.stopped() {
+            return false;
+        }
+        let result = panic::catch_unwind(AssertUnwindSafe(|| match self.body {
+            Body::Index(body) => {
+                for index in range {
+                    if self.stopped() {
+                        return;
+                    }
+                    body(index);
+                }
+            }
+            Body::Chunks(body) => body(range),
+        }));
+        match result {
+            Ok(()) => !self.stopped(),
+            Err(payload) => {
+                self.stop.store(true, Ordering::Relaxed);
+                let mut first = self.panic.lock().unwrap_or_else(|e| e.into_inner());
+                first.get_or_insert(payload);
+                false
+            }
+        }
+    }
+
+    fn take_panic(&self) -> Option<Box<dyn Any + Send>> {
+        self.panic.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+/// Splits `range` into `parts` contiguous blocks whose sizes differ by at most one, larger first,
+/// and returns block `index`.
+pub(crate) fn block(range: &Range<usize>, parts: usize, index: usize) -> Range<usize> {
+    let len = range.len();
+    let base = len / parts;
+    let extra = len % parts;
+    let start = range.start + index * base + index.min(extra);
+    let size = base + usize::from(index < extra);
+    start..start + size
+}
+
+/// A count held on a completion node, movable into a job.
+#[derive(Clone, Copy)]
+pub(crate) struct NodeRef(pub(crate) *const CountNode);
+
+// SAFETY: the node is alive while the count this reference stands for is held, and CountNode is
+// Sync.
+unsafe impl Send for NodeRef {}
+
+impl NodeRef {
+    /// Releases the count.
+    ///
+    /// # Safety
+    /// The count must be held and is gone afterwards.
+    pub(crate) unsafe fn complete(self) {
+        // SAFETY: forwarded.
+        unsafe { CountNode::complete(self.0) }
+    }
+
+    /// Takes one more count of the node for a task about to be queued.
+    pub(crate) fn add(self, n: usize) {
+        // SAFETY: the caller holds a count, so the node is alive.
+        unsafe { (*self.0).add(n) }
+    }
+}
+
+/// Makes a job that runs `work` in the executing thread's context, then releases `count`.
+///
+/// # Safety
+/// `count` must be held for the job, and everything `work` borrows must outlive the call (the call
+/// waits for its root latch, which needs this count).
+pub(crate) unsafe fn counted_job<'a>(
+    count: NodeRef,
+    work: impl FnOnce(&WorkerCtx<'_>) + Send + 'a,
+) -> JobRef {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        HeapJob::into_job_ref(move || {
+            let count = count;
+            crate::registry::with_current_ctx(work);
+            count.complete();
+        })
+    }
+}
+
+/// Runs a parallel loop on `registry` with `strategy`.
+pub(crate) fn run_loop(
+    registry: &Registry,
+    strategy: &Strategy,
+    range: Range<usize>,
+    body: Body<'_>,
+) {
+    if range.is_empty() {
+        return;
+    }
+    let panic = registry.in_context(|ctx| {
+        let call = LoopCall::new(ctx, body);
+        let latch = Latch::new();
+        let root = CountNode::root(&latch);
+        let root_ref = NodeRef(&root);
+        match strategy {
+            Strategy::Tree(config) => tree::run(ctx, &call, root_ref, range, config),
+            Strategy::Static => static_blocks::run(ctx, &call, root_ref, range),
+            Strategy::Dynamic { chunk } => dynamic::run(ctx, &call, root_ref, range, *chunk),
+            Strategy::Guided { min_chunk } => guided::run(ctx, &call, root_ref, range, *min_chunk),
+            Strategy::Simple { grain } => simple::run(ctx, &call, root_ref, range, *grain),
+        }
+        // SAFETY: the caller's own count of the root, held since `CountNode::root`.
+        unsafe { root_ref.complete() };
+        ctx.wait_for(&latch);
+        call.take_panic()
+    });
+    if let Some(payload) = panic {
+        panic::resume_unwind(payload);
+    }
+}
+
+/// Repeatedly claims pieces from `call.cursor` (offsets into `range`) and runs them; `size` maps
+/// the remaining iteration count to the size of the next claim. Shared by Dynamic and Guided.
+pub(crate) fn drain_cursor(
+    call: &LoopCall<'_>,
+    range: &Range<usize>,
+    size: impl Fn(usize) -> usize,
+) {
+    let len = range.len();
+    let mut offset = call.cursor.load(Ordering::Relaxed);
+    loop {
+        if offset >= len || call.stopped() {
+            return;
+        }
+        let take = size(len - offset).clamp(1, len - offset);
+        // Relaxed: the cursor only partitions the index space; iteration data is published by
+        // the completion tree.
+        match call.cursor.compare_exchange_weak(
+            offset,
+            offset + take,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => {
+                let start = range.start + offset;
+                if !call.run(start..start + take) {
+                    return;
+                }
+                offset = call.cursor.load(Ordering::Relaxed);
+            }
+            Err(current) => offset = current,
+        }
+    }
+}
+
+/// Hands `work` to every other slot of the call (one task each, via its worker's inbox) and runs
+/// it on the calling context too. Shared by Static, Dynamic and Guided.
+/// Only the first `participants` slots take part (no more than there are iterations).
+pub(crate) fn on_every_slot<'a>(
+    ctx: &WorkerCtx<'_>,
+    call: &'a LoopCall<'a>,
+    root: NodeRef,
+    participants: usize,
+    work: impl Fn(&LoopCall<'a>, usize) + Send + Sync + Clone + 'a,
+) {
+    for slot in 1..participants.min(call.slots) {
+        root.add(1);
+        let work = work.clone();
+        // SAFETY: the job holds the count just added; `call` lives until the root latch is set.
+        let job = unsafe { counted_job(root, move |_| work(call, slot)) };
+        ctx.registry.push_to(call.worker_of(slot), job);
+    }
+    work(call, 0);
+}

@@ -1,0 +1,291 @@
+//! `Tree`: the study's tree distribution with timespan-delayed, adaptively sized balancing tasks.
+//!
+//! A call over P threads starts with the caller holding iterations `[l, r)` and the slot range
+//! `[0, P)`. Each thread first *distributes*, then *runs*:
+//!
+//! 1. **Distribute.** While its slot range `[L, R)` has more than one slot, the thread splits it
+//!    into `K` contiguous parts of near-equal size (larger first), hands every part but the first
+//!    to that part's first thread — together with that part's iterations — by `spawn_on`, and keeps
+//!    the first part, which it splits again. Each thread's iterations are fixed from the start: slot
+//!    `s` owns block `s` of `[l, r)` split into P blocks differing by at most one, so the initial
+//!    distribution is exactly uniform. A thread is reached after at most `⌈log_K P⌉` levels of
+//!    hand-off ([`tree_handoffs`] computes the shape as a pure function).
+//! 2. **Run for a timespan.** The thread runs its own block, in batches of 1, 2, 4, … iterations,
+//!    reading the clock between batches, until the timespan has passed. It creates no stealable
+//!    task meanwhile: on a balanced load every thread is then busy with its own block and no
+//!    stealing or task overhead happens at all.
+//! 3. **Balance.** The number of iterations it ran in the timespan is the *adaptive grain*. It then
+//!    splits what is left by halving: the upper half becomes a balancing task on its own deque
+//!    (where idle threads steal the oldest, largest pieces), down to pieces of at least one grain,
+//!    and it goes on with the lowest piece and then pops its own tasks back, newest first.
+//!
+//! Completion is tracked by the completion tree of `latch.rs`: a thread that hands out work owns a
+//! node counting its own share, its children's shares and its balancing tasks, so no counter is
+//! touched per iteration and no single counter is shared by all threads.
+
+use std::ops::Range;
+
+use super::{Grain, LoopCall, NodeRef, TreeConfig, TreeTimespan, block, counted_job};
+use crate::job::HeapJob;
+use crate::latch::CountNode;
+use crate::registry::{WorkerCtx, with_current_ctx};
+use crate::timer;
+
+/// One hand-off of the tree distribution: `from` gives the slot range `slots` to `slots.start`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Handoff {
+    /// The slot that hands the work out.
+    pub from: usize,
+    /// The slots the receiver becomes responsible for; the receiver is `slots.start`.
+    pub slots: Range<usize>,
+    /// The hand-off level (1 for the root's first split); the receiver is served at this depth.
+    pub level: usize,
+}
+
+/// The hand-offs of a tree distribution over `threads` slots with fan-out `arity`, in the order a
+/// sequential execution would perform them. Slot 0 is the caller.
+///
+/// Every slot except 0 is the receiver of exactly one hand-off, and the deepest level is
+/// `⌈log_K P⌉`.
+///
+/// ```
+/// use parbench_scheduler::tree_handoffs;
+/// let handoffs = tree_handoffs(4, 2);
+/// let shape: Vec<_> = handoffs.iter().map(|h| (h.from, h.slots.clone(), h.level)).collect();
+/// assert_eq!(shape, vec![(0, 2..4, 1), (0, 1..2, 2), (2, 3..4, 2)]);
+/// ```
+pub fn tree_handoffs(threads: usize, arity: usize) -> Vec<Handoff> {
+    let mut handoffs = Vec::new();
+    let mut pending = vec![(0..threads, 0usize)];
+    while let Some((slots, level)) = pending.pop() {
+        let from = slots.start;
+        for_each_split(slots, arity, level, |part, part_level| {
+            handoffs.push(Handoff {
+                from,
+                slots: part.clone(),
+                level: part_level,
+            });
+            pending.push((part, part_level));
+        });
+    }
+    handoffs
+}
+
+/// Walks the splits of `slots` done by its first thread, calling `hand_off(part, level)` for every
+/// part handed to another thread.
+fn for_each_split(
+    slots: Range<usize>,
+    arity: usize,
+    level: usize,
+    mut hand_off: impl FnMut(Range<usize>, usize),
+) {
+    let arity = arity.max(2);
+    let mut own = slots;
+    let mut level = level;
+    while own.len() > 1 {
+        level += 1;
+        let parts = arity.min(own.len());
+        for index in 1..parts {
+            hand_off(block(&own, parts, index), level);
+        }
+        own = block(&own, parts, 0);
+    }
+}
+
+/// The iterations that `slots` own: the union of their blocks.
+fn iterations_of(range: &Range<usize>, total_slots: usize, slots: &Range<usize>) -> Range<usize> {
+    let first = block(range, total_slots, slots.start);
+    let last = block(range, total_slots, slots.end - 1);
+    first.start..last.end
+}
+
+/// Runs a tree-distributed loop from the root (the calling context, slot 0).
+pub(crate) fn run(
+    ctx: &WorkerCtx<'_>,
+    call: &LoopCall<'_>,
+    root: NodeRef,
+    range: Range<usize>,
+    config: &TreeConfig,
+) {
+    let held = distribute(ctx, call, root, true, 0..call.slots, 0, &range, *config);
+    run_share(ctx, call, held, block(&range, call.slots, 0), *config);
+}
+
+/// Hands out all parts of `slots` but the first slot's own share; returns the node whose count
+/// the caller now holds for that share.
+#[allow(clippy::too_many_arguments)]
+fn distribute<'a>(
+    ctx: &WorkerCtx<'_>,
+    call: &'a LoopCall<'a>,
+    held: NodeRef,
+    held_is_root: bool,
+    slots: Range<usize>,
+    level: usize,
+    range: &Range<usize>,
+    config: TreeConfig,
+) -> NodeRef {
+    let mut node = held;
+    let mut own_node = held_is_root;
+    let total = call.slots;
+    for_each_split(slots, config.arity, level, |part, part_level| {
+        let iterations = iterations_of(range, total, &part);
+        if iterations.is_empty() || call.stopped() {
+            return;
+        }
+        if !own_node {
+            // This thread hands out work: from now on its share and its children count in a node
+            // of their own, which takes over the count held in the parent.
+            node = NodeRef(CountNode::child(held.0));
+            own_node = true;
+        }
+        node.add(1);
+        let parent = node;
+        let range = range.clone();
+        let receiver = call.worker_of(part.start);
+        // SAFETY: the job owns the count just added and releases it through `held` (the node
+        // `distribute` returns either is `parent` or took that count over); `call` lives until
+        // the root latch is set.
+        let job = unsafe {
+            HeapJob::into_job_ref(move || {
+                with_current_ctx(|ctx| {
+                    let share = block(&range, total, part.start);
+                    let held =
+                        distribute(ctx, call, parent, false, part, part_level, &range, config);
+                    run_share(ctx, call, held, share, config);
+                    held.complete();
+                })
+            })
+        };
+        ctx.registry.push_to(receiver, job);
+    });
+    node
+}
+
+/// Runs one thread's share: first for the timespan without stealable tasks, then with balancing
+/// tasks. Balancing tasks count in `node`.
+fn run_share<'a>(
+    ctx: &WorkerCtx<'_>,
+    call: &'a LoopCall<'a>,
+    node: NodeRef,
+    share: Range<usize>,
+    config: TreeConfig,
+) {
+    let timespan = match config.timespan {
+        TreeTimespan::Pool => ctx.registry.timespan_ticks(),
+        TreeTimespan::Fixed(duration) => timer::duration_to_ticks(duration),
+        TreeTimespan::Disabled => 0,
+    };
+    let mut position = share.start;
+    if timespan > 0 {
+        let start = timer::now();
+        let mut batch = 1usize;
+        while position < share.end {
+            let end = share.end.min(position.saturating_add(batch));
+            if !call.run(position..end) {
+                return;
+            }
+            position = end;
+            if timer::now().wrapping_sub(start) >= timespan {
+                break;
+            }
+            batch = batch.saturating_mul(2);
+        }
+    }
+    if position >= share.end {
+        return;
+    }
+    let grain = match config.grain {
+        Grain::Adaptive => (position - share.start).max(1),
+        Grain::Fixed(grain) => grain.max(1),
+    };
+    balance(ctx, call, node, position..share.end, grain);
+}
+
+/// Splits `range` by halving into balancing tasks of at least `grain` iterations on the current
+/// thread's deque and runs the lowest piece.
+fn balance<'a>(
+    ctx: &WorkerCtx<'_>,
+    call: &'a LoopCall<'a>,
+    node: NodeRef,
+    range: Range<usize>,
+    grain: usize,
+) {
+    let mut range = range;
+    while range.len() >= 2 * grain && !call.stopped() {
+        let mid = range.start + range.len() / 2;
+        let upper = mid..range.end;
+        node.add(1);
+        // SAFETY: the job holds the count just added; `call` lives until the root latch is set.
+        let job = unsafe { counted_job(node, move |ctx| balance(ctx, call, node, upper, grain)) };
+        ctx.push_local(job);
+        range.end = mid;
+    }
+    call.run(range);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ceil_log(p: usize, k: usize) -> usize {
+        let mut depth = 0;
+        let mut reach = 1usize;
+        while reach < p {
+            reach = reach.saturating_mul(k);
+            depth += 1;
+        }
+        depth
+    }
+
+    #[test]
+    fn every_slot_is_served_once_at_depth_ceil_log_k_p() {
+        for p in 1..=1024usize {
+            for k in 2..=8usize {
+                let handoffs = tree_handoffs(p, k);
+                let mut served = vec![0usize; p];
+                served[0] = 1;
+                for h in &handoffs {
+                    served[h.slots.start] += 1;
+                    assert!(h.from < h.slots.start, "P={p} K={k}: {h:?} hands backwards");
+                }
+                assert!(served.iter().all(|&n| n == 1), "P={p} K={k}: {served:?}");
+                let depth = handoffs.iter().map(|h| h.level).max().unwrap_or(0);
+                assert_eq!(depth, ceil_log(p, k), "P={p} K={k}");
+            }
+        }
+    }
+
+    #[test]
+    fn each_node_hands_out_at_most_k_minus_one_parts_per_level() {
+        for p in 1..=200usize {
+            for k in 2..=8usize {
+                let handoffs = tree_handoffs(p, k);
+                let mut per_level = std::collections::HashMap::new();
+                for h in &handoffs {
+                    *per_level.entry((h.from, h.level)).or_insert(0usize) += 1;
+                }
+                assert!(per_level.values().all(|&n| n < k), "P={p} K={k}");
+            }
+        }
+    }
+
+    #[test]
+    fn shares_of_slot_ranges_are_unions_of_uniform_blocks() {
+        let range = 7..107;
+        for p in 1..=16 {
+            let mut next = range.start;
+            for s in 0..p {
+                let b = block(&range, p, s);
+                assert_eq!(b.start, next);
+                assert!(b.len() == 100 / p || b.len() == 100 / p + 1);
+                next = b.end;
+            }
+            assert_eq!(next, range.end);
+            for h in tree_handoffs(p, 3) {
+                let its = iterations_of(&range, p, &h.slots);
+                assert_eq!(its.start, block(&range, p, h.slots.start).start);
+                assert_eq!(its.end, block(&range, p, h.slots.end - 1).end);
+            }
+        }
+    }
+}
