@@ -10,6 +10,17 @@ use parbench_cli::args::Cli;
 const EXIT_BAD_INPUT: u8 = 2;
 
 fn main() -> ExitCode {
+    // A panic is a bug (in a kernel, a scheduler or here), never the user's fault: report it in
+    // one line like every other error. The sweep catches panics in kernels and records them as
+    // that cell's error, so this line then precedes an otherwise normal result.
+    std::panic::set_hook(Box::new(|info| {
+        let message = info.payload_as_str().unwrap_or("(no message)");
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("error: internal error{place}: {}", one_line(message));
+    }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => return report_parse_error(&error),

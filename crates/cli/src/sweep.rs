@@ -7,17 +7,21 @@
 //! never compete with the next.
 //!
 //! A cell that fails — the executor cannot be built, the OS refuses a thread to `spawn`, the
-//! kernel computes a wrong result — is recorded as that cell's error and the sweep goes on: one bad
-//! configuration must not cost the other measurements. A kernel that cannot be *prepared* (bad
-//! parameter, unreadable or malformed input file) is the user's input error and stops the sweep;
-//! the cells measured so far stay in the report.
+//! kernel computes a wrong result, or even panics — is recorded as that cell's error and the sweep
+//! goes on: one bad configuration must not cost the other measurements. After a panic the
+//! kernel's prepared state is not trusted and is prepared afresh for the next cell. A kernel that
+//! cannot be *prepared* (bad parameter, unreadable or malformed input file) is the user's input
+//! error and stops the sweep; the cells measured so far stay in the report.
 //!
 //! Speed-up is relative to the `seq` cell of the same kernel and thread count (same input), or
 //! failing that the `seq` cell with one thread; it is recomputed after every cell so that the
 //! report is complete whenever an observer looks at it.
 
+use std::any::Any;
+use std::panic::{self, AssertUnwindSafe};
+
 use parbench_kernels::{
-    Executor, ExecutorKind, Kernel, KernelError, Params, PinPolicy, PreparedKernel,
+    Executor, ExecutorKind, Kernel, KernelError, Params, PinPolicy, PreparedKernel, RunReport,
 };
 use thiserror::Error;
 
@@ -131,14 +135,24 @@ pub fn run_sweep(
                     ("threads", threads_text.as_str()),
                 ];
                 observer.cell_started(&format!("{} / {} / {threads}", kernel.name(), kind));
-                let cell = measure_cell(plan, prepared.as_mut(), kind, threads, &labels, observer);
-                report.cells.push(cell);
+                let measured =
+                    measure_cell(plan, prepared.as_mut(), kind, threads, &labels, observer);
+                report.cells.push(measured.cell);
                 assign_relatives(&mut report.cells);
                 observer.cell_finished(report)?;
+                if measured.panicked {
+                    prepared = kernel.prepare(&plan.params, threads)?;
+                }
             }
         }
     }
     Ok(())
+}
+
+/// A measured cell, and whether the kernel panicked (its prepared state is then suspect).
+struct MeasuredCell {
+    cell: Cell,
+    panicked: bool,
 }
 
 /// Warm-up and timed runs of one cell on a fresh executor.
@@ -149,18 +163,21 @@ fn measure_cell(
     threads: usize,
     labels: &[(&str, &str)],
     observer: &mut dyn SweepObserver,
-) -> Cell {
+) -> MeasuredCell {
     let total = (plan.warmup + plan.runs) as u64;
     let executor: Box<dyn Executor> = match kind.build(threads, plan.pin) {
         Ok(executor) => executor,
         Err(error) => {
             observer.runs_done(total);
-            return Cell::failed(labels, error.to_string());
+            return MeasuredCell {
+                cell: Cell::failed(labels, error.to_string()),
+                panicked: false,
+            };
         }
     };
     let mut cell = Cell::measured(labels, Vec::with_capacity(plan.runs));
     for run in 0..plan.warmup + plan.runs {
-        match prepared.run(executor.as_ref()) {
+        match run_guarded(prepared, executor.as_ref()) {
             Ok(outcome) => {
                 if run >= plan.warmup {
                     cell.samples_s.push(outcome.elapsed.as_secs_f64());
@@ -170,15 +187,55 @@ fn measure_cell(
                 }
                 observer.runs_done(1);
             }
-            Err(error) => {
+            Err(failure) => {
                 observer.runs_done(total - run as u64);
-                cell.error = Some(error.to_string());
-                return cell;
+                cell.error = Some(failure.message);
+                return MeasuredCell {
+                    cell,
+                    panicked: failure.panicked,
+                };
             }
         }
     }
     cell.summary = Summary::from_samples(&cell.samples_s);
-    cell
+    MeasuredCell {
+        cell,
+        panicked: false,
+    }
+}
+
+/// Why a run produced no timing.
+struct RunFailure {
+    message: String,
+    panicked: bool,
+}
+
+/// One run, with a panic (a bug in a kernel or scheduler) turned into a failure of this cell.
+fn run_guarded(
+    prepared: &mut dyn PreparedKernel,
+    executor: &dyn Executor,
+) -> Result<RunReport, RunFailure> {
+    // Unwind safety: after a panic the prepared kernel is never run again (the sweep prepares
+    // a new one), so no broken invariant inside it can be observed.
+    match panic::catch_unwind(AssertUnwindSafe(|| prepared.run(executor))) {
+        Ok(Ok(outcome)) => Ok(outcome),
+        Ok(Err(error)) => Err(RunFailure {
+            message: error.to_string(),
+            panicked: false,
+        }),
+        Err(payload) => Err(RunFailure {
+            message: format!("the kernel panicked: {}", panic_message(payload.as_ref())),
+            panicked: true,
+        }),
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
 }
 
 fn record_metric(series: &mut Vec<MetricSeries>, metric: parbench_kernels::Metric) {
@@ -282,6 +339,112 @@ mod tests {
         ));
         assign_relatives(&mut cells);
         assert!(cells.iter().all(|c| c.relative.is_none()));
+    }
+
+    /// A kernel whose runs fail on chosen executors: a wrong result on `rayon`, a panic on
+    /// `spawn`; it counts how often it was prepared.
+    struct Faulty {
+        prepared: std::sync::atomic::AtomicUsize,
+    }
+
+    struct FaultyRun;
+
+    impl Kernel for Faulty {
+        fn name(&self) -> &'static str {
+            "faulty"
+        }
+        fn description(&self) -> &'static str {
+            "fails on purpose"
+        }
+        fn params(&self) -> &'static [parbench_kernels::ParamSpec] {
+            &[]
+        }
+        fn is_default_suite(&self) -> bool {
+            false
+        }
+        fn prepare(&self, _: &Params, _: usize) -> Result<Box<dyn PreparedKernel>, KernelError> {
+            self.prepared
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(Box::new(FaultyRun))
+        }
+    }
+
+    impl PreparedKernel for FaultyRun {
+        fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
+            match exec.kind() {
+                ExecutorKind::Rayon => Err(KernelError::WrongResult {
+                    kernel: "faulty",
+                    detail: "sum is 41, expected 42".into(),
+                }),
+                ExecutorKind::Spawn => panic!("index out of bounds"),
+                _ => Ok(RunReport {
+                    elapsed: std::time::Duration::from_micros(5),
+                    metrics: vec![parbench_kernels::Metric::new("ops", 2.0, "op/s")],
+                }),
+            }
+        }
+    }
+
+    struct Recorder {
+        runs: u64,
+        finished: usize,
+    }
+
+    impl SweepObserver for Recorder {
+        fn cell_started(&mut self, _: &str) {}
+        fn runs_done(&mut self, count: u64) {
+            self.runs += count;
+        }
+        fn cell_finished(&mut self, report: &Report) -> Result<(), SweepError> {
+            self.finished = report.cells.len();
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn failing_cells_are_recorded_and_the_sweep_goes_on() {
+        static FAULTY: Faulty = Faulty {
+            prepared: std::sync::atomic::AtomicUsize::new(0),
+        };
+        let plan = SweepPlan {
+            kernels: vec![&FAULTY],
+            schedulers: vec![ExecutorKind::Spawn, ExecutorKind::Rayon, ExecutorKind::Seq],
+            threads: vec![2],
+            runs: 3,
+            warmup: 1,
+            pin: PinPolicy::None,
+            params: Params::new(),
+        };
+        let mut report = Report::new("sweep", &LABELS);
+        let mut recorder = Recorder {
+            runs: 0,
+            finished: 0,
+        };
+        run_sweep(&plan, &mut report, &mut recorder).unwrap();
+        assert_eq!(recorder.finished, 3);
+        assert_eq!(
+            recorder.runs,
+            plan.total_runs(),
+            "failed runs still count as done"
+        );
+        let [spawn, rayon, seq] = &report.cells[..] else {
+            panic!("three cells expected")
+        };
+        assert!(spawn
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("panicked: index out of bounds"));
+        assert!(rayon.error.as_deref().unwrap().contains("sum is 41"));
+        assert!(spawn.summary.is_none() && rayon.summary.is_none());
+        assert_eq!(seq.samples_s.len(), 3, "warm-up runs are not kept");
+        assert_eq!(seq.metrics[0].values, [2.0, 2.0, 2.0]);
+        assert!(seq.error.is_none() && seq.summary.is_some());
+        // Once for the thread count, once more after the panic.
+        assert_eq!(
+            FAULTY.prepared.load(std::sync::atomic::Ordering::Relaxed),
+            2
+        );
     }
 
     #[test]
