@@ -1,5 +1,6 @@
 //! The CLI's error type: everything that ends a command, each printed as one line with exit code 2.
 
+use std::any::Any;
 use std::io;
 use std::path::PathBuf;
 
@@ -53,4 +54,19 @@ pub enum CliError {
     /// The figure could not be drawn.
     #[error(transparent)]
     Plot(#[from] PlotError),
+}
+
+/// The message a panic carried (`panic!("…")` payloads are `&str` or `String`).
+///
+/// ```
+/// use parbench_cli::error::panic_message;
+/// let payload = std::panic::catch_unwind(|| panic!("boom {}", 1)).unwrap_err();
+/// assert_eq!(panic_message(payload.as_ref()), "boom 1");
+/// ```
+pub fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
 }

@@ -14,7 +14,7 @@ fn main() -> ExitCode {
     // one line like every other error. The sweep catches panics in kernels and records them as
     // that cell's error, so this line then precedes an otherwise normal result.
     std::panic::set_hook(Box::new(|info| {
-        let message = info.payload_as_str().unwrap_or("(no message)");
+        let message = parbench_cli::error::panic_message(info.payload());
         let place = info
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))

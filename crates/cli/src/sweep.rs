@@ -17,7 +17,6 @@
 //! failing that the `seq` cell with one thread; it is recomputed after every cell so that the
 //! report is complete whenever an observer looks at it.
 
-use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 
 use parbench_kernels::{
@@ -25,6 +24,7 @@ use parbench_kernels::{
 };
 use thiserror::Error;
 
+use crate::error::panic_message;
 use crate::results::{Cell, MetricSeries, Report};
 use crate::stats::{Relative, Summary};
 
@@ -228,14 +228,6 @@ fn run_guarded(
             panicked: true,
         }),
     }
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
 }
 
 fn record_metric(series: &mut Vec<MetricSeries>, metric: parbench_kernels::Metric) {
