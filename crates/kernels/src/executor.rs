@@ -16,6 +16,7 @@
 //! reports the error instead of a timing.
 
 mod rayon_pool;
+mod scheduler_pool;
 mod seq;
 mod spawn;
 
@@ -28,6 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use thiserror::Error;
 
 pub use rayon_pool::RayonExecutor;
+pub use scheduler_pool::SchedulerExecutor;
 pub use seq::SeqExecutor;
 pub use spawn::SpawnExecutor;
 
@@ -215,10 +217,7 @@ impl ExecutorKind {
             | ExecutorKind::Static
             | ExecutorKind::Dynamic
             | ExecutorKind::Guided
-            | ExecutorKind::Simple => Err(ExecutorError::Build {
-                kind: self,
-                reason: "parbench-scheduler is not merged into this branch yet".to_owned(),
-            }),
+            | ExecutorKind::Simple => Ok(Box::new(SchedulerExecutor::new(self, threads, pin)?)),
         }
     }
 }

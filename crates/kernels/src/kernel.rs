@@ -52,6 +52,20 @@ pub trait Kernel: Sync {
     ) -> Result<Box<dyn PreparedKernel>, KernelError>;
 }
 
+impl std::fmt::Debug for dyn Kernel + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.name())
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for dyn PreparedKernel + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PreparedKernel")
+    }
+}
+
 /// A kernel with its input built, ready to be run many times.
 pub trait PreparedKernel: Send {
     /// One timed run: times only the parallel section, then validates the result.

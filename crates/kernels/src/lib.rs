@@ -34,7 +34,7 @@ mod registry;
 
 pub use executor::{
     parallel_for, parallel_sum, Executor, ExecutorError, ExecutorKind, PinPolicy, RayonExecutor,
-    SeqExecutor, SpawnExecutor,
+    SchedulerExecutor, SeqExecutor, SpawnExecutor,
 };
 pub use kernel::{Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport};
 pub use kernels::smt::{declared_class, InstrClass};

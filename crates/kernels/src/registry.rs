@@ -8,6 +8,20 @@ static REGISTRY: &[&dyn Kernel] = &[
     &kernels::spmv::SPMV_TRIANGLE,
     &kernels::spmv::SPMV_HYPERBOLIC,
     &kernels::reduce::Reduce,
+    &kernels::scan::Scan,
+    &kernels::matmul::Matmul,
+    &kernels::transpose::Transpose,
+    &kernels::sched_time::SchedTime,
+    &kernels::trapezoid::Trapezoid,
+    &kernels::spawn_cost::SpawnCost,
+    &kernels::smt::FP_ADD,
+    &kernels::smt::FP_MUL,
+    &kernels::smt::FP_DIV,
+    &kernels::smt::INT_ADD,
+    &kernels::smt::INT_MUL,
+    &kernels::smt::INT_DIV,
+    &kernels::smt::BRANCH,
+    &kernels::smt::LOAD_DEP,
 ];
 
 /// Every kernel, in display order.

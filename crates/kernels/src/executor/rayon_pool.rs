@@ -67,8 +67,7 @@ impl Executor for RayonExecutor {
         if range.is_empty() {
             return;
         }
-        self.pool
-            .install(|| RangeChunks { range }.for_each(|chunk| body(chunk)));
+        self.pool.install(|| RangeChunks { range }.for_each(body));
     }
 
     fn join(

@@ -2,7 +2,13 @@
 //! operation their loop repeats).
 
 pub(crate) mod csr;
+pub(crate) mod matmul;
 pub(crate) mod reduce;
 pub(crate) mod rng;
+pub(crate) mod scan;
+pub(crate) mod sched_time;
 pub(crate) mod smt;
+pub(crate) mod spawn_cost;
 pub(crate) mod spmv;
+pub(crate) mod transpose;
+pub(crate) mod trapezoid;

@@ -1,0 +1,147 @@
+//! The parbench-scheduler executors: `tree`, `tree-no-timespan`, `tree-fixed-grain`, `static`,
+//! `dynamic`, `guided`, `simple`.
+//!
+//! All seven are one pool type with a different [`Strategy`] for their loops; each executor owns
+//! its own pool (built with [`ThreadPoolBuilder`]), so cells of a sweep do not share threads.
+//! The baselines use the defaults of the runtimes they stand for: OpenMP `dynamic` and `guided`
+//! with chunk 1, TBB `simple_partitioner` with grain 1, and the fixed-grain tree ablation with
+//! grain 1 too. Tasks ([`Executor::for_each_task`]) are a loop over the task indices with the
+//! executor's strategy, so the strategy shapes task kernels as well.
+
+use std::ops::Range;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use parbench_scheduler::{BuildError, Pinning, Strategy, ThreadPool, ThreadPoolBuilder};
+
+use super::{Executor, ExecutorError, ExecutorKind, PinPolicy};
+
+/// Grain / chunk of the baselines and the fixed-grain ablation (the runtimes' defaults).
+const BASELINE_GRAIN: usize = 1;
+
+/// A parbench-scheduler pool with the strategy of one [`ExecutorKind`].
+///
+/// ```
+/// use parbench_kernels::{Executor, ExecutorKind, PinPolicy, SchedulerExecutor};
+///
+/// let exec = SchedulerExecutor::new(ExecutorKind::Guided, 2, PinPolicy::None)?;
+/// let total = parbench_kernels::parallel_sum(&exec, 0..1000, |r| r.map(|i| i as u64).sum());
+/// assert_eq!((total, exec.kind()), (499_500, ExecutorKind::Guided));
+/// # Ok::<(), parbench_kernels::ExecutorError>(())
+/// ```
+#[derive(Debug)]
+pub struct SchedulerExecutor {
+    kind: ExecutorKind,
+    pool: ThreadPool,
+    strategy: Strategy,
+}
+
+impl SchedulerExecutor {
+    /// A pool of `threads` threads using `kind`'s strategy.
+    ///
+    /// # Errors
+    /// [`ExecutorError::Build`] if `kind` is not a parbench-scheduler strategy or the pool cannot
+    /// be built; [`ExecutorError::Spawn`] if the OS refuses a worker thread.
+    pub fn new(kind: ExecutorKind, threads: usize, pin: PinPolicy) -> Result<Self, ExecutorError> {
+        let strategy = match kind {
+            ExecutorKind::Tree => Strategy::default(),
+            ExecutorKind::TreeNoTimespan => Strategy::tree_no_timespan(),
+            ExecutorKind::TreeFixedGrain => Strategy::tree_fixed_grain(BASELINE_GRAIN),
+            ExecutorKind::Static => Strategy::Static,
+            ExecutorKind::Dynamic => Strategy::Dynamic {
+                chunk: BASELINE_GRAIN,
+            },
+            ExecutorKind::Guided => Strategy::Guided {
+                min_chunk: BASELINE_GRAIN,
+            },
+            ExecutorKind::Simple => Strategy::Simple {
+                grain: BASELINE_GRAIN,
+            },
+            ExecutorKind::Rayon | ExecutorKind::Spawn | ExecutorKind::Seq => {
+                return Err(ExecutorError::Build {
+                    kind,
+                    reason: "not a parbench-scheduler strategy".to_owned(),
+                })
+            }
+        };
+        let pinning = match pin {
+            PinPolicy::None => Pinning::None,
+            PinPolicy::Compact => Pinning::Compact,
+        };
+        let pool = ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .pin(pinning)
+            .build()
+            .map_err(|error| match error {
+                BuildError::ZeroThreads => ExecutorError::ZeroThreads,
+                BuildError::Spawn { source, .. } => ExecutorError::Spawn(source),
+                other => ExecutorError::Build {
+                    kind,
+                    reason: other.to_string(),
+                },
+            })?;
+        Ok(SchedulerExecutor {
+            kind,
+            pool,
+            strategy,
+        })
+    }
+}
+
+impl Executor for SchedulerExecutor {
+    fn kind(&self) -> ExecutorKind {
+        self.kind
+    }
+
+    fn threads(&self) -> usize {
+        self.pool.num_threads()
+    }
+
+    fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
+        if !range.is_empty() {
+            self.pool
+                .parallel_for_chunks_with(&self.strategy, range, body);
+        }
+    }
+
+    fn join(
+        &self,
+        a: &mut (dyn FnMut() + Send),
+        b: &mut (dyn FnMut() + Send),
+    ) -> Result<(), ExecutorError> {
+        self.pool.join(a, b);
+        Ok(())
+    }
+
+    fn for_each_task(
+        &self,
+        n: usize,
+        task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
+    ) -> Result<(), ExecutorError> {
+        let first_error = Mutex::new(None);
+        self.for_chunks(0..n, &|tasks| {
+            for i in tasks {
+                if let Err(error) = task(i) {
+                    first_error
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .get_or_insert(error);
+                }
+            }
+        });
+        match first_error
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    fn sched_time_probe(&self) -> Option<Vec<Duration>> {
+        Some(parbench_scheduler::sched_time_probe(
+            &self.pool,
+            &self.strategy,
+        ))
+    }
+}

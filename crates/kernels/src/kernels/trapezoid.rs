@@ -1,0 +1,323 @@
+//! `trapezoid`: ∫₀¹ 4/(1+x²) dx = π by the trapezoidal rule, the shared sum kept with one of the
+//! pthreads study's methods (`--method`).
+//!
+//! The trapezoids are grouped in blocks of `--block`; every block's partial sum is added to one
+//! shared total through the method's [`SharedSum`]:
+//!
+//! - `spin`: a busy-wait flag ([`SpinFlag`]) guarding the total,
+//! - `mutex`: `std::sync::Mutex<f64>`,
+//! - `semaphore`: a counting [`Semaphore`] (Mutex + Condvar) of one permit guarding the total,
+//! - `atomic`: a compare-exchange loop on the f64's bits, no lock,
+//! - `local`: each loop chunk sums its blocks privately and adds once (one final reduction).
+//!
+//! Locks plug in through [`RawLock`] and [`LockedSum`], so the atomics crate's locks (TAS, TTAS,
+//! ticket, each per backend) can be added later as `--lock tas|ttas|ticket|std` and
+//! `--backend lse|llsc|portable` by implementing `RawLock` for them; nothing else changes.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
+
+use crate::executor::Executor;
+use crate::kernel::{
+    bad_param, timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel,
+    RunReport,
+};
+
+/// Methods of keeping the shared sum, as accepted by `--method`.
+const METHODS: [&str; 5] = ["spin", "mutex", "semaphore", "atomic", "local"];
+
+/// Allowed distance from π for `n` trapezoids: twice the rule's error (h²/6 for this integrand,
+/// from the Euler–Maclaurin term h²/12·(f'(0) − f'(1))) plus a worst-case bound on rounding in
+/// `n` additions of partial sums below 4.
+fn tolerance(n: usize) -> f64 {
+    let n = n as f64;
+    1.0 / (3.0 * n * n) + n * 4.0 * f64::EPSILON
+}
+
+/// A lock with explicit lock/unlock, the shape every lock of the atomics crate has.
+pub(crate) trait RawLock: Sync {
+    fn lock(&self);
+    fn unlock(&self);
+}
+
+/// A test-and-set busy-wait flag.
+#[derive(Default)]
+pub(crate) struct SpinFlag(AtomicBool);
+
+impl RawLock for SpinFlag {
+    fn lock(&self) {
+        // Acquire: the holder must see the total the previous holder wrote.
+        while self
+            .0
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+    }
+
+    fn unlock(&self) {
+        // Release: publishes the total written under the lock to the next holder.
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// A counting semaphore built on a Mutex and a Condvar; one permit makes it a lock.
+pub(crate) struct Semaphore {
+    permits: Mutex<usize>,
+    released: Condvar,
+}
+
+impl Semaphore {
+    pub(crate) fn new(permits: usize) -> Self {
+        Semaphore {
+            permits: Mutex::new(permits),
+            released: Condvar::new(),
+        }
+    }
+}
+
+impl RawLock for Semaphore {
+    fn lock(&self) {
+        let mut permits = self.permits.lock().unwrap_or_else(PoisonError::into_inner);
+        while *permits == 0 {
+            permits = self
+                .released
+                .wait(permits)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *permits -= 1;
+    }
+
+    fn unlock(&self) {
+        *self.permits.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.released.notify_one();
+    }
+}
+
+/// A total that loop bodies add to concurrently.
+pub(crate) trait SharedSum: Sync {
+    fn add(&self, value: f64);
+    fn total(&self) -> f64;
+}
+
+/// An f64 guarded by a [`RawLock`]; stored as bits in an atomic only to share it without `unsafe`
+/// (the lock orders the accesses, so `Relaxed` suffices).
+pub(crate) struct LockedSum<L> {
+    lock: L,
+    bits: AtomicU64,
+}
+
+impl<L: RawLock> LockedSum<L> {
+    pub(crate) fn new(lock: L) -> Self {
+        LockedSum {
+            lock,
+            bits: AtomicU64::new(0f64.to_bits()),
+        }
+    }
+}
+
+impl<L: RawLock> SharedSum for LockedSum<L> {
+    fn add(&self, value: f64) {
+        self.lock.lock();
+        let sum = f64::from_bits(self.bits.load(Ordering::Relaxed)) + value;
+        self.bits.store(sum.to_bits(), Ordering::Relaxed);
+        self.lock.unlock();
+    }
+
+    fn total(&self) -> f64 {
+        f64::from_bits(self.bits.load(Ordering::Relaxed))
+    }
+}
+
+impl SharedSum for Mutex<f64> {
+    fn add(&self, value: f64) {
+        *self.lock().unwrap_or_else(PoisonError::into_inner) += value;
+    }
+
+    fn total(&self) -> f64 {
+        *self.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A lock-free f64 sum: compare-exchange on the bits until no one else got in between.
+pub(crate) struct AtomicSum(AtomicU64);
+
+impl SharedSum for AtomicSum {
+    fn add(&self, value: f64) {
+        let mut current = self.0.load(Ordering::Relaxed);
+        loop {
+            let sum = (f64::from_bits(current) + value).to_bits();
+            // Relaxed: only this word is shared, and the loop's join orders the final read.
+            match self
+                .0
+                .compare_exchange_weak(current, sum, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    fn total(&self) -> f64 {
+        f64::from_bits(self.0.load(Ordering::Relaxed))
+    }
+}
+
+/// The `trapezoid` kernel.
+pub(crate) struct Trapezoid;
+
+impl Kernel for Trapezoid {
+    fn name(&self) -> &'static str {
+        "trapezoid"
+    }
+
+    fn description(&self) -> &'static str {
+        "∫₀¹ 4/(1+x²) dx by n trapezoids, shared sum kept by --method"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        &[
+            ParamSpec {
+                name: "n",
+                default: "2^21",
+                help: "number of trapezoids",
+            },
+            ParamSpec {
+                name: "method",
+                default: "local",
+                help: "spin, mutex, semaphore, atomic or local",
+            },
+            ParamSpec {
+                name: "block",
+                default: "256",
+                help: "trapezoids per update of the shared sum",
+            },
+        ]
+    }
+
+    fn is_default_suite(&self) -> bool {
+        true
+    }
+
+    fn small_params(&self) -> &'static [(&'static str, &'static str)] {
+        &[("n", "10000"), ("block", "16")]
+    }
+
+    fn prepare(
+        &self,
+        params: &Params,
+        _threads: usize,
+    ) -> Result<Box<dyn PreparedKernel>, KernelError> {
+        let n = params.get_usize(self, "n")?;
+        let block = params.get_usize(self, "block")?;
+        let method = params.get_choice(self, "method", &METHODS)?;
+        if !(1..=1 << 34).contains(&n) {
+            return Err(bad_param(self, "n", &n.to_string(), "must be in 1 … 2^34"));
+        }
+        if block == 0 {
+            return Err(bad_param(self, "block", "0", "must be at least 1"));
+        }
+        Ok(Box::new(PreparedTrapezoid { n, block, method }))
+    }
+}
+
+struct PreparedTrapezoid {
+    n: usize,
+    block: usize,
+    method: &'static str,
+}
+
+/// A zeroed shared sum kept the way `method` says (`local` and `mutex` both use a Mutex; `local`
+/// just touches it once per chunk).
+fn shared_sum(method: &str) -> Box<dyn SharedSum> {
+    match method {
+        "spin" => Box::new(LockedSum::new(SpinFlag::default())),
+        "semaphore" => Box::new(LockedSum::new(Semaphore::new(1))),
+        "atomic" => Box::new(AtomicSum(AtomicU64::new(0f64.to_bits()))),
+        _ => Box::new(Mutex::new(0.0)),
+    }
+}
+
+fn integrand(x: f64) -> f64 {
+    4.0 / (1.0 + x * x)
+}
+
+impl PreparedTrapezoid {
+    /// The trapezoids of blocks `blocks`, summed.
+    fn blocks_sum(&self, blocks: std::ops::Range<usize>) -> f64 {
+        let h = 1.0 / self.n as f64;
+        let first = blocks.start * self.block;
+        let last = (blocks.end * self.block).min(self.n);
+        let inner: f64 = (first + 1..last).map(|k| integrand(k as f64 * h)).sum();
+        h * ((integrand(first as f64 * h) + integrand(last as f64 * h)) / 2.0 + inner)
+    }
+
+    fn integrate(&self, exec: &dyn Executor, sum: &dyn SharedSum) -> f64 {
+        let local = self.method == "local";
+        exec.for_chunks(0..self.n.div_ceil(self.block), &|blocks| {
+            if local {
+                sum.add(self.blocks_sum(blocks));
+            } else {
+                for b in blocks {
+                    sum.add(self.blocks_sum(b..b + 1));
+                }
+            }
+        });
+        sum.total()
+    }
+}
+
+impl PreparedKernel for PreparedTrapezoid {
+    fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
+        let sum = shared_sum(self.method);
+        let (integral, elapsed) = timed(exec, || self.integrate(exec, sum.as_ref()))?;
+        if (integral - std::f64::consts::PI).abs() > tolerance(self.n) {
+            return Err(wrong_result(
+                "trapezoid",
+                format!("{} integral {integral}, expected π", self.method),
+            ));
+        }
+        Ok(RunReport::timing(elapsed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::{PinPolicy, RayonExecutor, SeqExecutor};
+
+    fn integral(method: &'static str, exec: &dyn Executor) -> f64 {
+        let prepared = PreparedTrapezoid {
+            n: 100_000,
+            block: 7,
+            method,
+        };
+        prepared.integrate(exec, shared_sum(method).as_ref())
+    }
+
+    #[test]
+    fn every_method_matches_the_analytic_integral() {
+        let rayon = RayonExecutor::new(2, PinPolicy::None).unwrap();
+        for method in METHODS {
+            for exec in [&SeqExecutor::new() as &dyn Executor, &rayon] {
+                let value = integral(method, exec);
+                assert!(
+                    (value - std::f64::consts::PI).abs() < tolerance(100_000),
+                    "{method} on {}: {value}",
+                    exec.kind()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn semaphore_counts_permits() {
+        let s = Semaphore::new(2);
+        s.lock();
+        s.lock();
+        assert_eq!(*s.permits.lock().unwrap(), 0);
+        s.unlock();
+        assert_eq!(*s.permits.lock().unwrap(), 1);
+    }
+}

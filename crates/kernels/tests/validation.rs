@@ -1,0 +1,211 @@
+//! Kernels check their own results: an executor that silently skips work must be caught as a wrong
+//! result, and a kernel computes the same on every executor as sequentially.
+
+use std::ops::Range;
+
+use parbench_kernels::{
+    find_kernel, Executor, ExecutorError, ExecutorKind, KernelError, Params, PinPolicy, SeqExecutor,
+};
+
+/// A broken executor: every loop runs only the first half of its range.
+struct HalfLoops(SeqExecutor);
+
+impl Executor for HalfLoops {
+    fn kind(&self) -> ExecutorKind {
+        ExecutorKind::Seq
+    }
+    fn threads(&self) -> usize {
+        2
+    }
+    fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
+        let half = range.start + range.len().div_ceil(2);
+        if range.len() > 1 {
+            body(range.start..half);
+        } else {
+            self.0.for_chunks(range, body);
+        }
+    }
+    fn join(
+        &self,
+        a: &mut (dyn FnMut() + Send),
+        b: &mut (dyn FnMut() + Send),
+    ) -> Result<(), ExecutorError> {
+        self.0.join(a, b)
+    }
+    fn for_each_task(
+        &self,
+        n: usize,
+        task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
+    ) -> Result<(), ExecutorError> {
+        self.0.for_each_task(n.div_ceil(2), task)
+    }
+}
+
+fn small(name: &str) -> (Params, &'static dyn parbench_kernels::Kernel) {
+    let kernel = find_kernel(name).unwrap();
+    let mut params = Params::new();
+    for (k, v) in kernel.small_params() {
+        params.set(*k, *v);
+    }
+    (params, kernel)
+}
+
+#[test]
+fn skipped_work_is_a_wrong_result() {
+    let kernels = [
+        "spmv-balanced",
+        "spmv-triangle",
+        "spmv-hyperbolic",
+        "reduce",
+        "scan",
+        "matmul",
+        "transpose",
+        "trapezoid",
+        "sched-time",
+        "spawn-cost",
+        "fp-add",
+        "load-dep",
+    ];
+    for name in kernels {
+        let (params, kernel) = small(name);
+        let mut prepared = kernel.prepare(&params, 2).unwrap();
+        match prepared.run(&HalfLoops(SeqExecutor::new())) {
+            Err(KernelError::WrongResult { kernel, .. }) => assert_eq!(kernel, name),
+            other => panic!("{name}: expected a wrong result, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn loop_kernels_agree_with_sequential_runs_on_parallel_executors() {
+    // Each kernel compares against its own sequential reference; running the same prepared input
+    // on seq and on the parallel executors in turn also checks that runs do not disturb each other.
+    for name in [
+        "spmv-balanced",
+        "spmv-triangle",
+        "spmv-hyperbolic",
+        "reduce",
+        "scan",
+        "matmul",
+        "transpose",
+    ] {
+        let (params, kernel) = small(name);
+        let mut prepared = kernel.prepare(&params, 3).unwrap();
+        for kind in [
+            ExecutorKind::Seq,
+            ExecutorKind::Rayon,
+            ExecutorKind::Spawn,
+            ExecutorKind::Tree,
+            ExecutorKind::Seq,
+        ] {
+            let exec = kind.build(3, PinPolicy::None).unwrap();
+            prepared
+                .run(exec.as_ref())
+                .unwrap_or_else(|e| panic!("{name} on {kind}: {e}"));
+        }
+    }
+}
+
+#[test]
+fn trapezoid_matches_the_integral_for_every_method_on_every_executor() {
+    for method in ["spin", "mutex", "semaphore", "atomic", "local"] {
+        let kernel = find_kernel("trapezoid").unwrap();
+        let params = Params::new()
+            .with("n", "20000")
+            .with("block", "8")
+            .with("method", method);
+        let mut prepared = kernel.prepare(&params, 2).unwrap();
+        for kind in ExecutorKind::ALL {
+            let exec = kind.build(2, PinPolicy::None).unwrap();
+            prepared
+                .run(exec.as_ref())
+                .unwrap_or_else(|e| panic!("{method} on {kind}: {e}"));
+        }
+    }
+    let bad = Params::new().with("method", "lock-free-ish");
+    let error = find_kernel("trapezoid")
+        .unwrap()
+        .prepare(&bad, 2)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("spin, mutex, semaphore, atomic, local"),
+        "{error}"
+    );
+}
+
+#[test]
+fn spmv_reads_a_matrix_market_file_and_reports_bad_files() {
+    let dir = std::env::temp_dir().join(format!("parbench-kernels-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.mtx");
+    std::fs::write(
+        &good,
+        "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n1 1 2.5\n3 1 -1\n2 2 1e3\n",
+    )
+    .unwrap();
+    let bad = dir.join("bad.mtx");
+    std::fs::write(
+        &bad,
+        "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 9 2.5\n",
+    )
+    .unwrap();
+    let kernel = find_kernel("spmv-hyperbolic").unwrap();
+    let exec = ExecutorKind::Rayon.build(2, PinPolicy::None).unwrap();
+
+    let mut prepared = kernel
+        .prepare(&Params::new().with("matrix", good.to_string_lossy()), 2)
+        .unwrap();
+    prepared.run(exec.as_ref()).unwrap();
+
+    let error = kernel
+        .prepare(&Params::new().with("matrix", bad.to_string_lossy()), 2)
+        .err()
+        .unwrap();
+    assert!(
+        matches!(error, KernelError::Input(ref e) if e.line == 3),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with(&format!("{}:3: ", bad.display())),
+        "{error}"
+    );
+
+    let missing = dir.join("missing.mtx");
+    let error = kernel
+        .prepare(&Params::new().with("matrix", missing.to_string_lossy()), 2)
+        .err()
+        .unwrap();
+    assert!(matches!(error, KernelError::Io { .. }), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_parameters_are_errors_not_panics() {
+    let cases = [
+        ("spmv-balanced", "width", "0"),
+        ("spmv-balanced", "density", "2"),
+        ("spmv-balanced", "rows", "99999999999"),
+        ("scan", "n", "1000"),
+        ("matmul", "n", "0"),
+        ("transpose", "n", "x"),
+        ("reduce", "n", "-3"),
+        ("trapezoid", "n", "0"),
+        ("spawn-cost", "reps", "0"),
+        ("load-dep", "kb", "0"),
+        ("fp-add", "iters", "0"),
+    ];
+    for (name, param, value) in cases {
+        let kernel = find_kernel(name).unwrap();
+        match kernel.prepare(&Params::new().with(param, value), 2) {
+            Err(KernelError::BadParam {
+                kernel, name: p, ..
+            }) => assert_eq!((kernel, p.as_str()), (name, param)),
+            Err(other) => panic!("{name} {param}={value}: unexpected error {other}"),
+            Ok(_) => panic!("{name} {param}={value}: accepted"),
+        }
+    }
+}
