@@ -129,9 +129,10 @@ fn draw_boxes(
         .map(|c| c.summary.min)
         .fold(f64::INFINITY, f64::min);
     let high = cells.iter().map(|c| c.summary.max).fold(0.0, f64::max);
-    // A log axis needs a positive range; pad by a factor so that extreme boxes stay visible.
+    // A log axis needs a positive, non-empty range; pad by a factor so that extreme boxes stay
+    // visible.
     let low = (low * 0.8).max(1e-12);
-    let high = (high * 1.25).max(low * 10.0);
+    let high = (high * 1.25).max(low * 2.0);
     let names: Vec<String> = cells
         .iter()
         .map(|c| format!("{} ×{}", c.scheduler, c.threads))
