@@ -35,6 +35,12 @@ pub const DEFAULT_SCHEDULERS: [ExecutorKind; 7] = [
 
 /// Runs one parsed command.
 ///
+/// ```
+/// use parbench_cli::args::Command;
+/// parbench_cli::commands::run(Command::List)?; // prints kernels and schedulers
+/// # Ok::<(), parbench_cli::error::CliError>(())
+/// ```
+///
 /// # Errors
 /// Any [`CliError`]; the caller prints it as one line and exits with code 2.
 pub fn run(command: Command) -> Result<(), CliError> {
@@ -290,6 +296,15 @@ fn plot(args: &PlotArgs) -> Result<(), CliError> {
 }
 
 /// Reads a JSON report written by `sweep`.
+///
+/// ```
+/// use parbench_cli::commands::read_report;
+/// use parbench_cli::error::CliError;
+/// let path = std::env::temp_dir().join("parbench-doc-not-json.json");
+/// std::fs::write(&path, "not json")?;
+/// assert!(matches!(read_report(&path), Err(CliError::MalformedResults { .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// [`CliError::Read`] if the file cannot be read, [`CliError::MalformedResults`] if it is not a

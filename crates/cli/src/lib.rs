@@ -9,6 +9,8 @@
 //! The data model in [`results`] is generic — a cell is labels, raw samples, metrics and derived
 //! statistics — so that further commands reuse statistics and exports unchanged.
 
+#![warn(missing_docs)]
+
 pub mod args;
 pub mod commands;
 pub mod error;

@@ -35,6 +35,22 @@ pub const BASELINE_SCHEDULER: ExecutorKind = ExecutorKind::Seq;
 pub const LABELS: [&str; 3] = ["kernel", "scheduler", "threads"];
 
 /// What to measure.
+///
+/// ```
+/// use parbench_cli::sweep::SweepPlan;
+/// use parbench_kernels::{registry, ExecutorKind, Params, PinPolicy};
+/// let plan = SweepPlan {
+///     kernels: registry().iter().take(2).copied().collect(),
+///     schedulers: vec![ExecutorKind::Tree, ExecutorKind::Seq],
+///     threads: vec![1, 2],
+///     runs: 10,
+///     warmup: 2,
+///     pin: PinPolicy::None,
+///     params: Params::new(),
+/// };
+/// assert_eq!(plan.cell_count(), 8);
+/// assert_eq!(plan.total_runs(), 8 * 12);
+/// ```
 #[derive(Clone)]
 pub struct SweepPlan {
     /// Kernels, in measurement order.
@@ -245,6 +261,18 @@ fn record_metric(series: &mut Vec<MetricSeries>, metric: parbench_kernels::Metri
 ///
 /// Efficiency divides by the thread count, except for the baseline itself, which runs on one
 /// thread whatever its `threads` label (that label says which input size it ran).
+///
+/// ```
+/// use parbench_cli::results::Cell;
+/// use parbench_cli::sweep::assign_relatives;
+/// let mut cells = vec![
+///     Cell::measured(&[("kernel", "k"), ("scheduler", "seq"), ("threads", "2")], vec![4.0]),
+///     Cell::measured(&[("kernel", "k"), ("scheduler", "tree"), ("threads", "2")], vec![2.0]),
+/// ];
+/// assign_relatives(&mut cells);
+/// let tree = cells[1].relative.unwrap();
+/// assert_eq!((tree.speedup, tree.efficiency), (2.0, 1.0));
+/// ```
 pub fn assign_relatives(cells: &mut [Cell]) {
     let baseline_median = |cells: &[Cell], kernel: &str, threads: &str| -> Option<f64> {
         cells
