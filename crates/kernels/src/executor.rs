@@ -243,6 +243,15 @@ impl FromStr for ExecutorKind {
 }
 
 /// Where an executor's threads run.
+///
+/// ```
+/// use parbench_kernels::{ExecutorKind, PinPolicy};
+///
+/// let exec = ExecutorKind::Tree.build(2, PinPolicy::Compact)?;
+/// assert_eq!(exec.threads(), 2);
+/// assert_eq!(PinPolicy::default(), PinPolicy::None);
+/// # Ok::<(), parbench_kernels::ExecutorError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PinPolicy {
     /// Let the OS place threads.
@@ -253,6 +262,14 @@ pub enum PinPolicy {
 }
 
 /// Why an executor could not be built or could not run a task.
+///
+/// ```
+/// use parbench_kernels::{ExecutorError, ExecutorKind, PinPolicy};
+///
+/// let error = ExecutorKind::Static.build(0, PinPolicy::None).err().unwrap();
+/// assert!(matches!(error, ExecutorError::ZeroThreads));
+/// assert_eq!(error.to_string(), "the number of threads must be at least 1");
+/// ```
 #[derive(Debug, Error)]
 pub enum ExecutorError {
     /// A name that is not an executor.

@@ -67,6 +67,17 @@ impl std::fmt::Debug for dyn PreparedKernel + '_ {
 }
 
 /// A kernel with its input built, ready to be run many times.
+///
+/// ```
+/// use parbench_kernels::{find_kernel, ExecutorKind, Params, PinPolicy};
+///
+/// let exec = ExecutorKind::Seq.build(1, PinPolicy::None)?;
+/// let mut scan = find_kernel("scan")?.prepare(&Params::new().with("n", "1024"), 1)?;
+/// for _ in 0..3 {
+///     scan.run(exec.as_ref())?; // each run is timed and validated
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait PreparedKernel: Send {
     /// One timed run: times only the parallel section, then validates the result.
     ///
@@ -77,6 +88,14 @@ pub trait PreparedKernel: Send {
 }
 
 /// A declared kernel parameter.
+///
+/// ```
+/// use parbench_kernels::find_kernel;
+///
+/// let width = find_kernel("spmv-triangle")?.params().iter().find(|p| p.name == "width").unwrap();
+/// assert_eq!(width.default, "2^15");
+/// # Ok::<(), parbench_kernels::KernelError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParamSpec {
     /// Name, as in `--param name=value` (and `--name value` for the common ones).
@@ -88,6 +107,16 @@ pub struct ParamSpec {
 }
 
 /// The outcome of one timed run.
+///
+/// ```
+/// use parbench_kernels::{find_kernel, Params, SeqExecutor};
+///
+/// let mut fp_add = find_kernel("fp-add")?.prepare(&Params::new().with("iters", "1000"), 1)?;
+/// let report = fp_add.run(&SeqExecutor::new())?;
+/// let rate = report.metrics.iter().find(|m| m.name == "ops-per-sec").unwrap();
+/// assert!(rate.value > 0.0 && rate.unit == "ops/s");
+/// # Ok::<(), parbench_kernels::KernelError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunReport {
     /// Wall time of the parallel section only.
@@ -98,6 +127,12 @@ pub struct RunReport {
 
 impl RunReport {
     /// A report with no extra metrics.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let report = parbench_kernels::RunReport::timing(Duration::from_micros(5));
+    /// assert!(report.metrics.is_empty());
+    /// ```
     pub fn timing(elapsed: Duration) -> Self {
         RunReport {
             elapsed,
@@ -107,6 +142,11 @@ impl RunReport {
 }
 
 /// One named measurement of a run.
+///
+/// ```
+/// let m = parbench_kernels::Metric::new("gflops", 1.5, "GFLOP/s");
+/// assert_eq!((m.name.as_str(), m.value, m.unit), ("gflops", 1.5, "GFLOP/s"));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Metric {
     /// What was measured, e.g. `"ops-per-sec"`.
@@ -290,6 +330,16 @@ pub(crate) fn timed<T>(
 }
 
 /// Everything that can go wrong preparing or running a kernel.
+///
+/// ```
+/// use parbench_kernels::{find_kernel, KernelError, Params};
+///
+/// let spmv = find_kernel("spmv-balanced")?;
+/// let error = spmv.prepare(&Params::new().with("matrix", "/no/such.mtx"), 2).err().unwrap();
+/// assert!(matches!(error, KernelError::Io { .. }));
+/// assert!(error.to_string().starts_with("/no/such.mtx: "));
+/// # Ok::<(), KernelError>(())
+/// ```
 #[derive(Debug, Error)]
 pub enum KernelError {
     /// A name that is not a kernel.

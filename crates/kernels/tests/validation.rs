@@ -4,7 +4,8 @@
 use std::ops::Range;
 
 use parbench_kernels::{
-    find_kernel, Executor, ExecutorError, ExecutorKind, KernelError, Params, PinPolicy, SeqExecutor,
+    find_kernel, Executor, ExecutorError, ExecutorKind, KernelError, Params, PinPolicy,
+    SeqExecutor, SpawnExecutor,
 };
 
 /// A broken executor: every loop runs only the first half of its range.
@@ -206,6 +207,20 @@ fn bad_parameters_are_errors_not_panics() {
             }) => assert_eq!((kernel, p.as_str()), (name, param)),
             Err(other) => panic!("{name} {param}={value}: unexpected error {other}"),
             Ok(_) => panic!("{name} {param}={value}: accepted"),
+        }
+    }
+}
+
+#[test]
+fn a_refused_thread_is_a_kernel_error_not_a_timing() {
+    // A stack the OS cannot provide makes every thread creation fail for real.
+    let refusing = SpawnExecutor::new(2).with_stack_size(1 << 60);
+    for name in ["spmv-balanced", "matmul", "fp-add", "spawn-cost"] {
+        let (params, kernel) = small(name);
+        let mut prepared = kernel.prepare(&params, 2).unwrap();
+        match prepared.run(&refusing) {
+            Err(KernelError::Executor(ExecutorError::Spawn(_))) => {}
+            other => panic!("{name}: expected a spawn error, got {other:?}"),
         }
     }
 }

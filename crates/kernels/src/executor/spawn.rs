@@ -116,7 +116,7 @@ impl Executor for SpawnExecutor {
             let mut handles = Vec::with_capacity(parts - 1);
             for index in 1..parts {
                 let chunk = block(&range, parts, index);
-                match self.spawn_in(scope, move || body(chunk.clone())) {
+                match self.spawn_in(scope, move || body(chunk)) {
                     Ok(handle) => handles.push(handle),
                     Err(error) => {
                         self.keep_error(error);
