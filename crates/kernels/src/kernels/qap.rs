@@ -1,0 +1,406 @@
+//! `qap`: branch and bound for the quadratic assignment problem (INNCABS `qap`).
+//!
+//! Facilities are assigned in order `0, 1, …`; a search node is a partial
+//! assignment and its cost so far. Because all QAPLIB entries are
+//! non-negative, a partial cost never decreases as facilities are added, so a
+//! node whose partial cost already reaches the best complete cost found so far
+//! is pruned.
+//!
+//! Down to level `cutoff`, every free location for the next facility becomes
+//! its own task ([`Executor::for_each_task`]); deeper levels are searched
+//! sequentially. All tasks share the best cost in one `AtomicU64`, read for
+//! pruning and lowered with a retrying compare-exchange loop, so a bound found
+//! in one subtree immediately prunes the others. The permutation that reached
+//! the best cost is kept next to it under a mutex (taken only on the rare
+//! improvements).
+//!
+//! Validation: `prepare` solves the instance once sequentially (untimed); each
+//! run must find the same optimum, and the permutation it reports must be a
+//! permutation whose recomputed cost equals that optimum. An optimum written
+//! in the input file is only compared and reported, never trusted.
+
+use crate::executor::{Executor, ExecutorError, SeqExecutor};
+use crate::input::integer_tokens::read_input_file;
+use crate::input::qaplib::QapInstance;
+use crate::kernel::{
+    timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
+};
+use crate::kernels::shared_minimum::SharedMinimum;
+
+/// The `qap` kernel.
+pub(crate) struct Qap;
+
+impl Kernel for Qap {
+    fn name(&self) -> &'static str {
+        "qap"
+    }
+
+    fn description(&self) -> &'static str {
+        "quadratic assignment by branch and bound; one task per free location down to the cutoff"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        &[
+            ParamSpec {
+                name: "input",
+                default: "",
+                help: "QAPLIB instance file (default: a generated instance of size n)",
+            },
+            ParamSpec {
+                name: "n",
+                default: "10",
+                help: "size of the generated instance (1..=16) when no input is given",
+            },
+            ParamSpec {
+                name: "seed",
+                default: "1",
+                help: "seed of the generated instance",
+            },
+            ParamSpec {
+                name: "cutoff",
+                default: "4",
+                help:
+                    "levels whose free locations are separate tasks; deeper levels run sequentially",
+            },
+        ]
+    }
+
+    fn is_default_suite(&self) -> bool {
+        true
+    }
+
+    fn small_params(&self) -> &'static [(&'static str, &'static str)] {
+        &[("n", "6"), ("cutoff", "2")]
+    }
+
+    fn prepare(
+        &self,
+        params: &Params,
+        _threads: usize,
+    ) -> Result<Box<dyn PreparedKernel>, KernelError> {
+        let cutoff = params.get_usize(self, "cutoff")?;
+        let instance = match params.get_path(self, "input")? {
+            Some(path) => read_input_file(&path, QapInstance::parse)?,
+            None => {
+                let n = params.get_usize_in(self, "n", 1..=MAX_GENERATED_SIZE)?;
+                let seed = params.get_usize(self, "seed")?;
+                QapInstance::generate(n, seed as u64)
+            }
+        };
+        let reference = solve(&SeqExecutor::new(), &instance, 0)?;
+        if let Some(expected) = instance.expected_optimum() {
+            report_expected_optimum(reference.cost, expected);
+        }
+        Ok(Box::new(PreparedQap {
+            cutoff: cutoff.min(instance.size()),
+            instance,
+            reference_cost: reference.cost,
+        }))
+    }
+}
+
+/// Generated instances stay small enough that a default-suite run is cheap;
+/// QAPLIB files may be larger (up to
+/// [`MAX_QAP_SIZE`](crate::input::qaplib::MAX_QAP_SIZE)).
+const MAX_GENERATED_SIZE: usize = 16;
+
+/// The file's optimum is informational: say loudly when ours differs.
+fn report_expected_optimum(found: u64, expected: u64) {
+    if found == expected {
+        eprintln!("qap: optimum {found} matches the optimum given in the input file");
+    } else {
+        eprintln!(
+            "qap: WARNING: MISMATCH: the optimum found is {found}, the input file says {expected}"
+        );
+    }
+}
+
+struct PreparedQap {
+    instance: QapInstance,
+    cutoff: usize,
+    reference_cost: u64,
+}
+
+impl PreparedKernel for PreparedQap {
+    fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
+        let (solved, elapsed) = timed(exec, || solve(exec, &self.instance, self.cutoff))?;
+        let solution = solved?;
+        check_solution(&self.instance, &solution, self.reference_cost)?;
+        let mut metrics = vec![Metric::new("optimum", solution.cost as f64, "")];
+        if let Some(expected) = self.instance.expected_optimum() {
+            let matches = f64::from(u8::from(expected == solution.cost));
+            metrics.push(Metric::new("matches-file-optimum", matches, ""));
+        }
+        Ok(RunReport { elapsed, metrics })
+    }
+}
+
+fn check_solution(
+    instance: &QapInstance,
+    solution: &Assignment,
+    reference: u64,
+) -> Result<(), KernelError> {
+    if solution.cost != reference {
+        return Err(wrong_result(
+            "qap",
+            format!(
+                "optimum {}, the sequential search found {reference}",
+                solution.cost
+            ),
+        ));
+    }
+    if !instance.is_permutation(&solution.locations) {
+        return Err(wrong_result(
+            "qap",
+            format!("{:?} is not a permutation", solution.locations),
+        ));
+    }
+    let recomputed = instance.cost(&solution.locations);
+    if recomputed != solution.cost {
+        return Err(wrong_result(
+            "qap",
+            format!(
+                "the reported permutation costs {recomputed}, not the reported {}",
+                solution.cost
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A complete assignment: facility `i` at `locations[i]`, and its cost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Assignment {
+    pub(crate) locations: Vec<usize>,
+    pub(crate) cost: u64,
+}
+
+/// The best assignment found so far, shared by all tasks.
+type Incumbent = SharedMinimum<Vec<usize>>;
+
+/// A partial assignment of facilities `0..locations.len()`.
+///
+/// `linear[u · n + l]` is what facility `u` would add if it went to location
+/// `l` now: its flows with every facility already placed, and with itself.
+/// Keeping that table up to date costs `O(n²)` per assignment and gives both
+/// the cost of the next step (one lookup) and the lower bound
+/// `cost + Σ_u min_l linear[u][l]` over unplaced `u` and free `l`, which is
+/// valid because the flows among unplaced facilities only add cost.
+#[derive(Clone)]
+struct Node {
+    n: usize,
+    locations: Vec<usize>,
+    /// `used[l]`: location `l` is taken.
+    used: Vec<bool>,
+    cost: u64,
+    linear: Vec<u64>,
+}
+
+impl Node {
+    fn root(instance: &QapInstance) -> Self {
+        let n = instance.size();
+        let linear = (0..n * n)
+            .map(|cell| instance.flow(cell / n, cell / n) * instance.distance(cell % n, cell % n))
+            .collect();
+        Self {
+            n,
+            locations: Vec::with_capacity(n),
+            used: vec![false; n],
+            cost: 0,
+            linear,
+        }
+    }
+
+    fn is_complete(&self) -> bool {
+        self.locations.len() == self.n
+    }
+
+    /// Cost added by putting the next facility at `location`.
+    fn added_cost(&self, location: usize) -> u64 {
+        self.linear[self.locations.len() * self.n + location]
+    }
+
+    /// Puts the next facility at `location` and charges the facilities after
+    /// it for their flows with it ([`unassign`](Self::unassign) undoes it).
+    fn assign(&mut self, instance: &QapInstance, location: usize) {
+        let facility = self.locations.len();
+        self.cost += self.added_cost(location);
+        self.locations.push(location);
+        self.used[location] = true;
+        self.update_linear(instance, facility, location, u64::wrapping_add);
+    }
+
+    fn unassign(&mut self, instance: &QapInstance) {
+        if let Some(location) = self.locations.pop() {
+            let facility = self.locations.len();
+            self.update_linear(instance, facility, location, u64::wrapping_sub);
+            self.used[location] = false;
+            self.cost -= self.added_cost(location);
+        }
+    }
+
+    fn update_linear(
+        &mut self,
+        instance: &QapInstance,
+        facility: usize,
+        location: usize,
+        apply: fn(u64, u64) -> u64,
+    ) {
+        let n = self.n;
+        for other in facility + 1..n {
+            let (to, from) = (
+                instance.flow(facility, other),
+                instance.flow(other, facility),
+            );
+            for free in 0..n {
+                let added = to * instance.distance(location, free)
+                    + from * instance.distance(free, location);
+                let cell = &mut self.linear[other * n + free];
+                *cell = apply(*cell, added);
+            }
+        }
+    }
+
+    /// No completion of this node costs less than this.
+    fn lower_bound(&self) -> u64 {
+        let n = self.n;
+        let mut bound = self.cost;
+        for other in self.locations.len()..n {
+            let row = &self.linear[other * n..(other + 1) * n];
+            let cheapest = (0..n).filter(|&l| !self.used[l]).map(|l| row[l]).min();
+            bound += cheapest.unwrap_or(0);
+        }
+        bound
+    }
+
+    fn free_locations(&self) -> Vec<usize> {
+        (0..self.n).filter(|&l| !self.used[l]).collect()
+    }
+}
+
+/// The optimal assignment of `instance`, with one task per free location on
+/// levels `0..cutoff`.
+pub(crate) fn solve(
+    exec: &dyn Executor,
+    instance: &QapInstance,
+    cutoff: usize,
+) -> Result<Assignment, ExecutorError> {
+    let incumbent = Incumbent::new(u64::MAX);
+    let mut root = Node::root(instance);
+    if cutoff == 0 {
+        search_sequential(instance, &mut root, &incumbent);
+    } else {
+        search_tasks(exec, instance, &root, cutoff, &incumbent)?;
+    }
+    // Every instance has a permutation, and the first complete assignment
+    // beats `u64::MAX` (the reader keeps costs below it); should that ever
+    // fail, the empty assignment is caught by validation as "not a permutation".
+    let (cost, locations) = incumbent.into_best().unwrap_or((u64::MAX, Vec::new()));
+    Ok(Assignment { locations, cost })
+}
+
+fn search_tasks(
+    exec: &dyn Executor,
+    instance: &QapInstance,
+    node: &Node,
+    cutoff: usize,
+    incumbent: &Incumbent,
+) -> Result<(), ExecutorError> {
+    let free = node.free_locations();
+    exec.for_each_task(free.len(), &|index| {
+        if node.cost + node.added_cost(free[index]) >= incumbent.bound() {
+            return Ok(());
+        }
+        let mut child = node.clone();
+        child.assign(instance, free[index]);
+        if child.is_complete() {
+            incumbent.offer(child.cost, || child.locations.clone());
+        } else if child.lower_bound() < incumbent.bound() {
+            if child.locations.len() < cutoff {
+                search_tasks(exec, instance, &child, cutoff, incumbent)?;
+            } else {
+                search_sequential(instance, &mut child, incumbent);
+            }
+        }
+        Ok(())
+    })
+}
+
+fn search_sequential(instance: &QapInstance, node: &mut Node, incumbent: &Incumbent) {
+    for location in 0..node.n {
+        if node.used[location] || node.cost + node.added_cost(location) >= incumbent.bound() {
+            continue;
+        }
+        node.assign(instance, location);
+        if node.is_complete() {
+            incumbent.offer(node.cost, || node.locations.clone());
+        } else if node.lower_bound() < incumbent.bound() {
+            search_sequential(instance, node, incumbent);
+        }
+        node.unassign(instance);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_facilities_take_the_cheaper_of_the_two_assignments() {
+        // Identity: 2·5 + 3·7 = 31; swapped: 2·7 + 3·5 = 29.
+        let instance = QapInstance::from_matrices(2, vec![0, 2, 3, 0], vec![0, 5, 7, 0]).unwrap();
+        let solution = solve(&SeqExecutor::new(), &instance, 1).unwrap();
+        assert_eq!((solution.locations, solution.cost), (vec![1, 0], 29));
+    }
+
+    #[test]
+    fn every_cutoff_finds_the_same_optimum() {
+        // Against brute force: tests/known_answers.rs.
+        for n in 1..=7 {
+            let instance = QapInstance::generate(n, n as u64);
+            let reference = solve(&SeqExecutor::new(), &instance, 0).unwrap();
+            for cutoff in 1..=n {
+                let solution = solve(&SeqExecutor::new(), &instance, cutoff).unwrap();
+                assert_eq!(solution.cost, reference.cost, "n = {n}, cutoff {cutoff}");
+                check_solution(&instance, &solution, reference.cost).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn lower_bound_never_exceeds_the_best_completion() {
+        let instance = QapInstance::generate(6, 9);
+        let optimum = solve(&SeqExecutor::new(), &instance, 0).unwrap().cost;
+        let mut root = Node::root(&instance);
+        assert!(root.lower_bound() <= optimum);
+        root.assign(&instance, 3);
+        let before = root.linear.clone();
+        root.assign(&instance, 1);
+        root.unassign(&instance);
+        assert_eq!(root.linear, before, "unassign undoes assign");
+    }
+
+    #[test]
+    fn a_wrong_cost_is_reported() {
+        let instance = QapInstance::generate(4, 0);
+        let solution = solve(&SeqExecutor::new(), &instance, 0).unwrap();
+        let error = check_solution(&instance, &solution, solution.cost + 1).unwrap_err();
+        assert!(matches!(error, KernelError::WrongResult { .. }));
+        let forged = Assignment {
+            locations: vec![0, 0, 1, 2],
+            cost: solution.cost,
+        };
+        assert!(check_solution(&instance, &forged, solution.cost).is_err());
+    }
+
+    #[test]
+    fn generated_size_out_of_range_is_a_bad_param() {
+        for n in ["0", "17"] {
+            let params = Params::new().with("n", n);
+            assert!(matches!(
+                Qap.prepare(&params, 1),
+                Err(KernelError::BadParam { .. })
+            ));
+        }
+    }
+}
