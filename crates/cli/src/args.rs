@@ -73,11 +73,12 @@ pub struct SweepArgs {
     pub quiet: bool,
 }
 
-/// Timed runs per cell when `--runs` is not given: the default suite then fits in ~3 minutes on
-/// two cores.
-pub const DEFAULT_RUNS: usize = 10;
-/// Warm-up runs per cell when `--warmup` is not given.
-pub const DEFAULT_WARMUP: usize = 2;
+/// Timed runs per cell when `--runs` is not given: enough for the normal-approximation confidence
+/// interval (see [`crate::stats::CI_MIN_RUNS`]), and the default suite still finishes well within
+/// ~3 minutes on two shared cores.
+pub const DEFAULT_RUNS: usize = 30;
+/// Warm-up runs per cell when `--warmup` is not given: pools, caches and page mappings settle.
+pub const DEFAULT_WARMUP: usize = 3;
 
 /// The kernel parameters with their own flag, plus the generic `--param key=value`.
 #[derive(Debug, Default, Args)]

@@ -145,10 +145,7 @@ fn cell_row(label_names: &[String], cell: &Cell) -> Vec<String> {
 fn metrics_text(cell: &Cell) -> String {
     cell.metrics
         .iter()
-        .filter_map(|m| {
-            m.median()
-                .map(|v| format!("{}={} {}", m.name, format_significant(v), m.unit))
-        })
+        .filter_map(|m| m.median_text(format_significant))
         .collect::<Vec<_>>()
         .join(", ")
 }
