@@ -172,6 +172,16 @@ pub fn format_seconds(seconds: f64) -> String {
     format!("{} {unit}", format_significant(seconds * scale))
 }
 
+/// Two decimals, or as many as three significant digits need for ratios below 0.1 (a `spawn`
+/// cell can be a thousand times slower than `seq`, which must not read as 0.00).
+fn format_ratio(ratio: f64) -> String {
+    if !ratio.is_finite() || ratio >= 0.1 || ratio <= 0.0 {
+        return format!("{ratio:.2}");
+    }
+    let decimals = (2.0 - ratio.log10().floor()) as usize;
+    format!("{ratio:.decimals$}")
+}
+
 /// Three significant digits for values below 1000, plain integers up to 10^6, and scientific
 /// notation beyond.
 fn format_significant(value: f64) -> String {
@@ -199,6 +209,15 @@ mod tests {
         assert_eq!(format_seconds(2.5e-5), "25.0 µs");
         assert_eq!(format_seconds(2.5e-8), "25.0 ns");
         assert_eq!(format_seconds(0.0), "0.00 ns");
+    }
+
+    #[test]
+    fn small_ratios_keep_three_significant_digits() {
+        assert_eq!(format_ratio(1.9634), "1.96");
+        assert_eq!(format_ratio(0.25), "0.25");
+        assert_eq!(format_ratio(0.0163), "0.0163");
+        assert_eq!(format_ratio(0.001634), "0.00163");
+        assert_eq!(format_ratio(0.0), "0.00");
     }
 
     #[test]
