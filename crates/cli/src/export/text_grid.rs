@@ -129,11 +129,11 @@ fn cell_row(label_names: &[String], cell: &Cell) -> Vec<String> {
     }
     row.push(
         cell.relative
-            .map_or_else(dash, |r| format!("{:.2}x", r.speedup)),
+            .map_or_else(dash, |r| format!("{}x", format_ratio(r.speedup))),
     );
     row.push(
         cell.relative
-            .map_or_else(dash, |r| format!("{:.2}", r.efficiency)),
+            .map_or_else(dash, |r| format_ratio(r.efficiency)),
     );
     row.push(match &cell.error {
         Some(error) => format!("error: {error}"),
