@@ -83,7 +83,7 @@ pub const DEFAULT_WARMUP: usize = 3;
 /// The kernel parameters with their own flag, plus the generic `--param key=value`.
 #[derive(Debug, Default, Args)]
 pub struct KernelParamArgs {
-    /// spmv: row width (nonzeros per row of the widest row), e.g. 1024 or 2^15.
+    /// spmv: columns of the generated matrix (its row width), e.g. 1024 or 2^15.
     #[arg(long, value_name = "W")]
     pub width: Option<String>,
     /// spmv: read the matrix from a MatrixMarket coordinate file instead of generating it.
@@ -92,7 +92,7 @@ pub struct KernelParamArgs {
     /// qap, floorplan: input instance file.
     #[arg(long, value_name = "FILE")]
     pub input: Option<String>,
-    /// Task kernels: depth below which recursion runs sequentially.
+    /// Task kernels (nqueens, qap, floorplan): depth below which the search runs sequentially.
     #[arg(long, value_name = "DEPTH")]
     pub cutoff: Option<String>,
     /// load-dep: buffer size in KiB.
@@ -101,7 +101,7 @@ pub struct KernelParamArgs {
     /// Problem size (nqueens board, trapezoids, philosophers, array length …; see `list`).
     #[arg(long, value_name = "N")]
     pub n: Option<String>,
-    /// round: lock type.
+    /// round: the fork lock type (see `list`).
     #[arg(long, value_name = "LOCK")]
     pub lock: Option<String>,
     /// trapezoid: how the sum is kept (spin, mutex, semaphore, atomic, local).
