@@ -447,4 +447,17 @@ mod tests {
         assert_eq!(parse_f64("0.5"), Some(0.5));
         assert_eq!(parse_f64("x"), None);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_or_is_refused_without_panicking(text in "\\PC{0,12}") {
+            let _ = parse_usize(&text);
+            let _ = parse_f64(&text);
+        }
+
+        #[test]
+        fn plain_integers_round_trip(n in 0usize..usize::MAX) {
+            proptest::prop_assert_eq!(parse_usize(&n.to_string()), Some(n));
+        }
+    }
 }

@@ -129,6 +129,27 @@ fn qap_matches_brute_force_on_generated_instances() {
 }
 
 #[test]
+fn qap_bundled_instance_has_the_optimum_its_file_states_on_every_executor() {
+    let path = bundled("qap-8.dat");
+    let instance = QapInstance::parse(&path, &std::fs::read(&path).unwrap()).unwrap();
+    let optimum = brute_force(&instance);
+    assert_eq!(instance.expected_optimum(), Some(optimum));
+    let params = Params::new()
+        .with("input", path.display().to_string())
+        .with("cutoff", "2");
+    for exec in executors() {
+        let report = run("qap", &params, exec.as_ref());
+        assert_eq!(
+            metric(&report, "optimum"),
+            optimum as f64,
+            "on {}",
+            exec.kind()
+        );
+        assert_eq!(metric(&report, "matches-file-optimum"), 1.0);
+    }
+}
+
+#[test]
 fn qap_reads_a_file_and_compares_its_optimum() {
     let dir = std::env::temp_dir().join(format!("parbench-qap-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -104,19 +104,22 @@ fn loop_kernels_agree_with_sequential_runs_on_parallel_executors() {
 }
 
 #[test]
-fn trapezoid_matches_the_integral_for_every_method_on_every_executor() {
-    for method in ["spin", "mutex", "semaphore", "atomic", "local"] {
+fn trapezoid_matches_the_integral_for_every_method_and_lock_on_every_executor() {
+    let methods = ["spin", "mutex", "semaphore", "atomic", "local"].map(|m| (m, "std"));
+    let locks = ["tas", "ttas", "ticket"].map(|lock| ("mutex", lock));
+    for (method, lock) in methods.into_iter().chain(locks) {
         let kernel = find_kernel("trapezoid").unwrap();
         let params = Params::new()
             .with("n", "20000")
             .with("block", "8")
-            .with("method", method);
+            .with("method", method)
+            .with("lock", lock);
         let mut prepared = kernel.prepare(&params, 2).unwrap();
         for kind in ExecutorKind::ALL {
             let exec = kind.build(2, PinPolicy::None).unwrap();
             prepared
                 .run(exec.as_ref())
-                .unwrap_or_else(|e| panic!("{method} on {kind}: {e}"));
+                .unwrap_or_else(|e| panic!("{method}/{lock} on {kind}: {e}"));
         }
     }
     let bad = Params::new().with("method", "lock-free-ish");
@@ -191,6 +194,8 @@ fn bad_parameters_are_errors_not_panics() {
         ("transpose", "n", "x"),
         ("reduce", "n", "-3"),
         ("trapezoid", "n", "0"),
+        ("trapezoid", "lock", "mcs"),
+        ("trapezoid", "backend", "z80"),
         ("spawn-cost", "reps", "0"),
         ("load-dep", "kb", "0"),
         ("fp-add", "iters", "0"),

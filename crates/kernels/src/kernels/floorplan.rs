@@ -86,7 +86,11 @@ impl Kernel for Floorplan {
             Some(path) => read_input_file(&path, FloorplanInput::parse)?,
             None => FloorplanInput::parse(Path::new(BUNDLED_NAME), BUNDLED_INPUT.as_bytes())?,
         };
-        let reference = solve(&SeqExecutor::new(), &input, 0)?.map(|plan| plan.area);
+        let reference_plan = solve(&SeqExecutor::new(), &input, 0)?;
+        if let Some(plan) = &reference_plan {
+            check_plan(&input, plan)?;
+        }
+        let reference = reference_plan.map(|plan| plan.area);
         if let Some(expected) = input.expected_area() {
             report_expected_area(reference, expected);
         }

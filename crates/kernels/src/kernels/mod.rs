@@ -3,6 +3,7 @@
 
 pub(crate) mod csr;
 pub(crate) mod floorplan;
+pub(crate) mod lock_choice;
 pub(crate) mod matmul;
 pub(crate) mod nqueens;
 pub(crate) mod qap;
@@ -10,8 +11,8 @@ pub(crate) mod reduce;
 pub(crate) mod rng;
 pub(crate) mod round;
 pub(crate) mod scan;
-pub(crate) mod shared_minimum;
 pub(crate) mod sched_time;
+pub(crate) mod shared_minimum;
 pub(crate) mod smt;
 pub(crate) mod spawn_cost;
 pub(crate) mod spmv;

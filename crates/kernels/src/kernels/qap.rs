@@ -19,6 +19,8 @@
 //! permutation whose recomputed cost equals that optimum. An optimum written
 //! in the input file is only compared and reported, never trusted.
 
+use std::path::Path;
+
 use crate::executor::{Executor, ExecutorError, SeqExecutor};
 use crate::input::integer_tokens::read_input_file;
 use crate::input::qaplib::QapInstance;
@@ -79,8 +81,9 @@ impl Kernel for Qap {
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
         let cutoff = params.get_usize(self, "cutoff")?;
-        let instance = match params.get_path(self, "input")? {
-            Some(path) => read_input_file(&path, QapInstance::parse)?,
+        let path = params.get_path(self, "input")?;
+        let instance = match &path {
+            Some(path) => read_input_file(path, QapInstance::parse)?,
             None => {
                 let n = params.get_usize_in(self, "n", 1..=MAX_GENERATED_SIZE)?;
                 let seed = params.get_usize(self, "seed")?;
@@ -88,8 +91,9 @@ impl Kernel for Qap {
             }
         };
         let reference = solve(&SeqExecutor::new(), &instance, 0)?;
-        if let Some(expected) = instance.expected_optimum() {
-            report_expected_optimum(reference.cost, expected);
+        check_solution(&instance, &reference, reference.cost)?;
+        if let Some(path) = path {
+            report_file_solution(&path, &instance, &reference);
         }
         Ok(Box::new(PreparedQap {
             cutoff: cutoff.min(instance.size()),
@@ -104,14 +108,22 @@ impl Kernel for Qap {
 /// [`MAX_QAP_SIZE`](crate::input::qaplib::MAX_QAP_SIZE)).
 const MAX_GENERATED_SIZE: usize = 16;
 
-/// The file's optimum is informational: say loudly when ours differs.
-fn report_expected_optimum(found: u64, expected: u64) {
-    if found == expected {
-        eprintln!("qap: optimum {found} matches the optimum given in the input file");
-    } else {
-        eprintln!(
-            "qap: WARNING: MISMATCH: the optimum found is {found}, the input file says {expected}"
-        );
+/// A user-given instance gets its answer printed (once per prepare, on
+/// stderr, so tables on stdout stay clean).
+fn report_file_solution(path: &Path, instance: &QapInstance, solution: &Assignment) {
+    let (found, file) = (solution.cost, path.display());
+    eprintln!(
+        "qap: {file}: optimum {found}, facility i at location p[i] with p = {:?}",
+        solution.locations
+    );
+    match instance.expected_optimum() {
+        Some(expected) if expected == found => {
+            eprintln!("qap: {file}: the optimum matches the one given in the file");
+        }
+        Some(expected) => eprintln!(
+            "qap: {file}: WARNING: MISMATCH: the optimum found is {found}, the file says {expected}"
+        ),
+        None => {}
     }
 }
 

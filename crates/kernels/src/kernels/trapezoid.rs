@@ -5,22 +5,27 @@
 //! shared total through the method's [`SharedSum`]:
 //!
 //! - `spin`: a busy-wait flag ([`SpinFlag`]) guarding the total,
-//! - `mutex`: `std::sync::Mutex<f64>`,
+//! - `mutex`: the mutex `--lock` names: `std` (`std::sync::Mutex`, the default) or one of
+//!   parbench-atomics' spin locks `tas`, `ttas`, `ticket` on the atomics `--backend`,
 //! - `semaphore`: a counting [`Semaphore`] (Mutex + Condvar) of one permit guarding the total,
 //! - `atomic`: a compare-exchange loop on the f64's bits, no lock,
-//! - `local`: each loop chunk sums its blocks privately and adds once (one final reduction).
+//! - `local`: each loop chunk sums its blocks privately and adds once, through the `--lock`
+//!   mutex (one final reduction).
 //!
-//! Locks plug in through [`RawLock`] and [`LockedSum`], so the atomics crate's locks (TAS, TTAS,
-//! ticket, each per backend) can be added later as `--lock tas|ttas|ticket|std` and
-//! `--backend lse|llsc|portable` by implementing `RawLock` for them; nothing else changes.
+//! The shared sum is built once when the kernel is prepared (so an atomics backend this CPU
+//! cannot run is a parameter error) and reset before every run.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 
+use parbench_atomics::{Backend, MutexKind, RuntimeMutex};
+
 use crate::executor::Executor;
 use crate::kernel::{
-    timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport,
+    bad_param, timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel,
+    RunReport,
 };
+use crate::kernels::lock_choice::{lock_choice, BACKEND_PARAM, LOCK_PARAM};
 
 /// Methods of keeping the shared sum, as accepted by `--method`.
 const METHODS: [&str; 5] = ["spin", "mutex", "semaphore", "atomic", "local"];
@@ -33,8 +38,8 @@ fn tolerance(n: usize) -> f64 {
     1.0 / (3.0 * n * n) + n * 4.0 * f64::EPSILON
 }
 
-/// A lock with explicit lock/unlock, the shape every lock of the atomics crate has.
-pub(crate) trait RawLock: Sync {
+/// A lock with explicit lock and unlock, for the study's own busy-wait flag and semaphore.
+pub(crate) trait RawLock: Send + Sync {
     fn lock(&self);
     fn unlock(&self);
 }
@@ -95,9 +100,11 @@ impl RawLock for Semaphore {
 }
 
 /// A total that loop bodies add to concurrently.
-pub(crate) trait SharedSum: Sync {
+pub(crate) trait SharedSum: Send + Sync {
     fn add(&self, value: f64);
     fn total(&self) -> f64;
+    /// Back to 0, between runs (no run is in progress).
+    fn reset(&self);
 }
 
 /// An f64 guarded by a [`RawLock`]; stored as bits in an atomic only to share it without `unsafe`
@@ -127,15 +134,23 @@ impl<L: RawLock> SharedSum for LockedSum<L> {
     fn total(&self) -> f64 {
         f64::from_bits(self.bits.load(Ordering::Relaxed))
     }
+
+    fn reset(&self) {
+        self.bits.store(0f64.to_bits(), Ordering::Relaxed);
+    }
 }
 
-impl SharedSum for Mutex<f64> {
+impl SharedSum for RuntimeMutex<f64> {
     fn add(&self, value: f64) {
-        *self.lock().unwrap_or_else(PoisonError::into_inner) += value;
+        *self.lock() += value;
     }
 
     fn total(&self) -> f64 {
-        *self.lock().unwrap_or_else(PoisonError::into_inner)
+        *self.lock()
+    }
+
+    fn reset(&self) {
+        *self.lock() = 0.0;
     }
 }
 
@@ -160,6 +175,10 @@ impl SharedSum for AtomicSum {
 
     fn total(&self) -> f64 {
         f64::from_bits(self.0.load(Ordering::Relaxed))
+    }
+
+    fn reset(&self) {
+        self.0.store(0f64.to_bits(), Ordering::Relaxed);
     }
 }
 
@@ -192,6 +211,8 @@ impl Kernel for Trapezoid {
                 default: "256",
                 help: "trapezoids per update of the shared sum",
             },
+            LOCK_PARAM,
+            BACKEND_PARAM,
         ]
     }
 
@@ -211,7 +232,15 @@ impl Kernel for Trapezoid {
         let n = params.get_usize_in(self, "n", 1..=1 << 34)?;
         let block = params.get_usize_in(self, "block", 1..=1 << 34)?;
         let method = params.get_choice(self, "method", &METHODS)?;
-        Ok(Box::new(PreparedTrapezoid { n, block, method }))
+        let (lock, backend) = lock_choice(self, params)?;
+        let sum = shared_sum(method, lock, backend)
+            .map_err(|error| bad_param(self, "backend", backend.name(), &error.to_string()))?;
+        Ok(Box::new(PreparedTrapezoid {
+            n,
+            block,
+            method,
+            sum,
+        }))
     }
 }
 
@@ -219,17 +248,25 @@ struct PreparedTrapezoid {
     n: usize,
     block: usize,
     method: &'static str,
+    sum: Box<dyn SharedSum>,
 }
 
-/// A zeroed shared sum kept the way `method` says (`local` and `mutex` both use a Mutex; `local`
-/// just touches it once per chunk).
-fn shared_sum(method: &str) -> Box<dyn SharedSum> {
-    match method {
+/// A zeroed shared sum kept the way `method` says (`mutex` and `local` both use the `lock`
+/// mutex; `local` just touches it once per chunk).
+///
+/// # Errors
+/// If `lock` is a spin lock and this CPU cannot run `backend`.
+fn shared_sum(
+    method: &str,
+    lock: MutexKind,
+    backend: Backend,
+) -> Result<Box<dyn SharedSum>, parbench_atomics::Error> {
+    Ok(match method {
         "spin" => Box::new(LockedSum::new(SpinFlag::default())),
         "semaphore" => Box::new(LockedSum::new(Semaphore::new(1))),
         "atomic" => Box::new(AtomicSum(AtomicU64::new(0f64.to_bits()))),
-        _ => Box::new(Mutex::new(0.0)),
-    }
+        _ => Box::new(RuntimeMutex::new(lock, backend, 0.0)?),
+    })
 }
 
 fn integrand(x: f64) -> f64 {
@@ -246,8 +283,8 @@ impl PreparedTrapezoid {
         h * ((integrand(first as f64 * h) + integrand(last as f64 * h)) / 2.0 + inner)
     }
 
-    fn integrate(&self, exec: &dyn Executor, sum: &dyn SharedSum) -> f64 {
-        let local = self.method == "local";
+    fn integrate(&self, exec: &dyn Executor) -> f64 {
+        let (sum, local) = (self.sum.as_ref(), self.method == "local");
         exec.for_chunks(0..self.n.div_ceil(self.block), &|blocks| {
             if local {
                 sum.add(self.blocks_sum(blocks));
@@ -263,8 +300,8 @@ impl PreparedTrapezoid {
 
 impl PreparedKernel for PreparedTrapezoid {
     fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
-        let sum = shared_sum(self.method);
-        let (integral, elapsed) = timed(exec, || self.integrate(exec, sum.as_ref()))?;
+        self.sum.reset();
+        let (integral, elapsed) = timed(exec, || self.integrate(exec))?;
         if (integral - std::f64::consts::PI).abs() > tolerance(self.n) {
             return Err(wrong_result(
                 "trapezoid",
@@ -280,24 +317,27 @@ mod tests {
     use super::*;
     use crate::executor::{PinPolicy, RayonExecutor, SeqExecutor};
 
-    fn integral(method: &'static str, exec: &dyn Executor) -> f64 {
+    fn integral(method: &'static str, lock: MutexKind, exec: &dyn Executor) -> f64 {
         let prepared = PreparedTrapezoid {
             n: 100_000,
             block: 7,
             method,
+            sum: shared_sum(method, lock, Backend::best()).unwrap(),
         };
-        prepared.integrate(exec, shared_sum(method).as_ref())
+        prepared.integrate(exec)
     }
 
     #[test]
-    fn every_method_matches_the_analytic_integral() {
+    fn every_method_and_lock_matches_the_analytic_integral() {
         let rayon = RayonExecutor::new(2, PinPolicy::None).unwrap();
-        for method in METHODS {
+        let with_std = METHODS.map(|method| (method, MutexKind::Std));
+        let with_spin_locks = MutexKind::ALL.map(|lock| ("mutex", lock));
+        for (method, lock) in with_std.into_iter().chain(with_spin_locks) {
             for exec in [&SeqExecutor::new() as &dyn Executor, &rayon] {
-                let value = integral(method, exec);
+                let value = integral(method, lock, exec);
                 assert!(
                     (value - std::f64::consts::PI).abs() < tolerance(100_000),
-                    "{method} on {}: {value}",
+                    "{method}/{lock} on {}: {value}",
                     exec.kind()
                 );
             }
