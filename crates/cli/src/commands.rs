@@ -340,11 +340,8 @@ fn list() -> Result<(), CliError> {
                 } else {
                     spec.default
                 };
-                writeln!(
-                    out,
-                    "      --param {}={default:<10} {}",
-                    spec.name, spec.help
-                )?;
+                let setting = format!("{}={default}", spec.name);
+                writeln!(out, "      --param {setting:<24} {}", spec.help)?;
             }
         }
         writeln!(out)?;
