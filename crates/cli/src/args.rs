@@ -101,7 +101,7 @@ pub struct KernelParamArgs {
     /// Problem size (nqueens board, trapezoids, philosophers, array length …; see `list`).
     #[arg(long, value_name = "N")]
     pub n: Option<String>,
-    /// round: the fork lock type (see `list`).
+    /// round, trapezoid: the lock type (see `list`; its atomics backend via `--param backend=…`).
     #[arg(long, value_name = "LOCK")]
     pub lock: Option<String>,
     /// trapezoid: how the sum is kept (spin, mutex, semaphore, atomic, local).
