@@ -1,0 +1,352 @@
+//! Command-line syntax (clap derive) and the parsers of its values.
+//!
+//! Only syntax is checked here — numbers, lists, `key=value` pairs. Names of kernels and
+//! schedulers are resolved by [`crate::sweep`] against the kernels crate's registry, so the error
+//! for an unknown name lists exactly the names that exist.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::export::ExportFormat;
+
+/// parbench-cli: measure parallel kernels on every scheduler, with statistics, exports and plots.
+///
+/// ```
+/// use clap::Parser;
+/// use parbench_cli::args::{Cli, Command};
+/// let cli = Cli::try_parse_from(["parbench-cli", "sweep", "--threads", "1,2", "--runs", "3"]).unwrap();
+/// let Command::Sweep(sweep) = cli.command else { panic!("not a sweep") };
+/// assert_eq!(sweep.threads.unwrap().0, vec![1, 2]);
+/// ```
+#[derive(Debug, Parser)]
+#[command(name = "parbench-cli", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run kernels × schedulers × thread counts and report statistics per cell.
+    Sweep(Box<SweepArgs>),
+    /// Draw box plots and speed-up curves (SVG) from a sweep's JSON results.
+    Plot(PlotArgs),
+    /// List the kernels with their parameters and defaults, and the schedulers.
+    List,
+}
+
+/// Options of `parbench-cli sweep`. Without any, the quick default suite runs.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Thread counts, e.g. `1,2,4` or `1-4` [default: 1 to the available cores].
+    #[arg(long, value_name = "LIST", value_parser = parse_thread_counts)]
+    pub threads: Option<ThreadCounts>,
+    /// Kernels to run, comma-separated [default: the default suite; see `list`].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub kernels: Option<Vec<String>>,
+    /// Schedulers to run, comma-separated [default: tree,static,dynamic,guided,simple,rayon,seq].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub schedulers: Option<Vec<String>>,
+    /// Timed runs per cell.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_RUNS, value_parser = parse_positive)]
+    pub runs: usize,
+    /// Untimed warm-up runs per cell, before the timed ones.
+    #[arg(long, value_name = "W", default_value_t = DEFAULT_WARMUP, value_parser = parse_count)]
+    pub warmup: usize,
+    /// Kernel parameters, each passed only to the kernels that declare it.
+    #[command(flatten)]
+    pub params: KernelParamArgs,
+    /// Output format of stdout, or of `--output` [default: table; for a file: from its extension].
+    #[arg(long, value_enum)]
+    pub format: Option<ExportFormat>,
+    /// Also write the results to FILE (rewritten after every cell, so an interruption keeps them).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Thread pinning of the executors' workers.
+    #[arg(long, value_enum, default_value_t = PinArg::None)]
+    pub pin: PinArg,
+    /// No plan and no progress bar on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Timed runs per cell when `--runs` is not given: enough for the normal-approximation confidence
+/// interval (see [`crate::stats::CI_MIN_RUNS`]), and the default suite still finishes well within
+/// ~3 minutes on two shared cores.
+pub const DEFAULT_RUNS: usize = 30;
+/// Warm-up runs per cell when `--warmup` is not given: pools, caches and page mappings settle.
+pub const DEFAULT_WARMUP: usize = 3;
+
+/// The kernel parameters with their own flag, plus the generic `--param key=value`.
+#[derive(Debug, Default, Args)]
+pub struct KernelParamArgs {
+    /// spmv: columns of the generated matrix (its row width), e.g. 1024 or 2^15.
+    #[arg(long, value_name = "W")]
+    pub width: Option<String>,
+    /// spmv: read the matrix from a MatrixMarket coordinate file instead of generating it.
+    #[arg(long, value_name = "FILE.mtx")]
+    pub matrix: Option<String>,
+    /// qap, floorplan: input instance file.
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<String>,
+    /// Task kernels (nqueens, qap, floorplan): depth below which the search runs sequentially.
+    #[arg(long, value_name = "DEPTH")]
+    pub cutoff: Option<String>,
+    /// load-dep: buffer size in KiB.
+    #[arg(long, value_name = "KIB")]
+    pub kb: Option<String>,
+    /// Problem size (nqueens board, trapezoids, philosophers, array length …; see `list`).
+    #[arg(long, value_name = "N")]
+    pub n: Option<String>,
+    /// round, trapezoid: the lock type (see `list`; its atomics backend via `--param backend=…`).
+    #[arg(long, value_name = "LOCK")]
+    pub lock: Option<String>,
+    /// trapezoid: how the sum is kept (spin, mutex, semaphore, atomic, local).
+    #[arg(long, value_name = "METHOD")]
+    pub method: Option<String>,
+    /// Any other kernel parameter, repeatable.
+    #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub extra: Vec<(String, String)>,
+}
+
+impl KernelParamArgs {
+    /// Every given parameter as `(name, value)`, named flags first.
+    ///
+    /// Fails with the parameter's name when it is given twice (a flag and `--param`, or two
+    /// `--param`s): silently picking one would measure something the user did not ask for.
+    ///
+    /// ```
+    /// use parbench_cli::args::KernelParamArgs;
+    /// let args = KernelParamArgs { n: Some("10".into()), ..Default::default() };
+    /// assert_eq!(args.pairs().unwrap(), vec![("n".to_owned(), "10".to_owned())]);
+    /// ```
+    pub fn pairs(&self) -> Result<Vec<(String, String)>, String> {
+        let named = [
+            ("width", &self.width),
+            ("matrix", &self.matrix),
+            ("input", &self.input),
+            ("cutoff", &self.cutoff),
+            ("kb", &self.kb),
+            ("n", &self.n),
+            ("lock", &self.lock),
+            ("method", &self.method),
+        ];
+        let mut pairs: Vec<(String, String)> = named
+            .into_iter()
+            .filter_map(|(name, value)| value.as_ref().map(|v| (name.to_owned(), v.clone())))
+            .collect();
+        for (name, value) in &self.extra {
+            if pairs.iter().any(|(existing, _)| existing == name) {
+                return Err(name.clone());
+            }
+            pairs.push((name.clone(), value.clone()));
+        }
+        Ok(pairs)
+    }
+}
+
+/// Options of `parbench-cli plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// JSON results written by `sweep --output FILE.json`.
+    #[arg(value_name = "RESULTS.json")]
+    pub results: PathBuf,
+    /// The SVG file to write.
+    #[arg(long, short, value_name = "FIG.svg")]
+    pub output: PathBuf,
+}
+
+/// `--pin` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PinArg {
+    /// Let the OS place the workers.
+    None,
+    /// Worker i on the i-th available CPU.
+    Compact,
+}
+
+/// A list of thread counts, each at least 1, without duplicates, in the order given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadCounts(pub Vec<usize>);
+
+/// Parses `1,2,4`, `1-4` or a mix (`1-2,8`) into thread counts.
+///
+/// ```
+/// use parbench_cli::args::parse_thread_counts;
+/// assert_eq!(parse_thread_counts("1-3,8").unwrap().0, vec![1, 2, 3, 8]);
+/// assert!(parse_thread_counts("0").is_err());
+/// ```
+pub fn parse_thread_counts(text: &str) -> Result<ThreadCounts, String> {
+    let mut counts = Vec::new();
+    for item in text.split(',').map(str::trim) {
+        let (first, last) = match item.split_once('-') {
+            Some((first, last)) => (parse_positive(first)?, parse_positive(last)?),
+            None => {
+                let single = parse_positive(item)?;
+                (single, single)
+            }
+        };
+        if first > last {
+            return Err(format!("range '{item}' is empty (write it low-high)"));
+        }
+        for count in first..=last {
+            if !counts.contains(&count) {
+                counts.push(count);
+            }
+        }
+    }
+    Ok(ThreadCounts(counts))
+}
+
+/// Parses an integer of at least 1.
+///
+/// ```
+/// use parbench_cli::args::parse_positive;
+/// assert_eq!(parse_positive("7"), Ok(7));
+/// assert!(parse_positive("0").unwrap_err().contains("at least 1"));
+/// ```
+pub fn parse_positive(text: &str) -> Result<usize, String> {
+    match parse_count(text)? {
+        0 => Err("must be at least 1, got 0".to_owned()),
+        n => Ok(n),
+    }
+}
+
+/// Parses a non-negative integer.
+///
+/// ```
+/// use parbench_cli::args::parse_count;
+/// assert_eq!(parse_count(" 0 "), Ok(0));
+/// assert!(parse_count("two").is_err());
+/// ```
+pub fn parse_count(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    text.parse()
+        .map_err(|_| format!("'{text}' is not a non-negative integer"))
+}
+
+/// Parses `key=value` (the value may contain `=`; the key may not be empty).
+///
+/// ```
+/// use parbench_cli::args::parse_key_value;
+/// assert_eq!(parse_key_value("seed=42"), Ok(("seed".to_owned(), "42".to_owned())));
+/// assert!(parse_key_value("seed").is_err());
+/// ```
+pub fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => {
+            Ok((key.trim().to_owned(), value.trim().to_owned()))
+        }
+        _ => Err(format!("'{text}' is not of the form key=value")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("parbench-cli").chain(args.iter().copied()))
+    }
+
+    fn sweep(args: &[&str]) -> SweepArgs {
+        let mut all = vec!["sweep"];
+        all.extend_from_slice(args);
+        match parse(&all).unwrap().command {
+            Command::Sweep(sweep) => *sweep,
+            other => panic!("parsed {other:?}"),
+        }
+    }
+
+    #[test]
+    fn sweep_without_flags_uses_the_defaults() {
+        let s = sweep(&[]);
+        assert_eq!((s.runs, s.warmup), (DEFAULT_RUNS, DEFAULT_WARMUP));
+        assert_eq!((s.threads, s.kernels, s.schedulers), (None, None, None));
+        assert_eq!(
+            (s.format, s.output, s.pin, s.quiet),
+            (None, None, PinArg::None, false)
+        );
+    }
+
+    #[test]
+    fn sweep_lists_split_on_commas() {
+        let s = sweep(&[
+            "--kernels",
+            "reduce,scan",
+            "--schedulers",
+            "tree,seq",
+            "--threads",
+            "2,1",
+        ]);
+        assert_eq!(s.kernels.unwrap(), ["reduce", "scan"]);
+        assert_eq!(s.schedulers.unwrap(), ["tree", "seq"]);
+        assert_eq!(s.threads.unwrap().0, [2, 1]);
+    }
+
+    #[test]
+    fn thread_counts_reject_zero_garbage_and_empty_ranges() {
+        assert!(parse_thread_counts("0").is_err());
+        assert!(parse_thread_counts("1,x").is_err());
+        assert!(parse_thread_counts("4-2").is_err());
+        assert!(parse_thread_counts("").is_err());
+        assert_eq!(parse_thread_counts("2,2,1-2").unwrap().0, [2, 1]);
+    }
+
+    #[test]
+    fn zero_runs_and_zero_threads_are_usage_errors() {
+        assert!(parse(&["sweep", "--runs", "0"]).is_err());
+        assert!(parse(&["sweep", "--threads", "0"]).is_err());
+        assert_eq!(sweep(&["--warmup", "0"]).warmup, 0);
+    }
+
+    #[test]
+    fn kernel_params_collect_flags_and_generic_pairs() {
+        let s = sweep(&["--width", "1024", "--param", "seed=7", "--method", "local"]);
+        let pairs = s.params.pairs().unwrap();
+        let expected = [("width", "1024"), ("method", "local"), ("seed", "7")];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(pairs, expected);
+    }
+
+    #[test]
+    fn a_parameter_given_twice_is_rejected_by_name() {
+        let s = sweep(&["--n", "8", "--param", "n=9"]);
+        assert_eq!(s.params.pairs(), Err("n".to_owned()));
+        let s = sweep(&["--param", "a=1", "--param", "a=2"]);
+        assert_eq!(s.params.pairs(), Err("a".to_owned()));
+    }
+
+    #[test]
+    fn format_and_output_parse() {
+        let s = sweep(&[
+            "--format", "markdown", "-o", "r.json", "--pin", "compact", "-q",
+        ]);
+        assert_eq!(s.format, Some(ExportFormat::Markdown));
+        assert_eq!(s.output, Some(PathBuf::from("r.json")));
+        assert_eq!((s.pin, s.quiet), (PinArg::Compact, true));
+        assert!(parse(&["sweep", "--format", "xml"]).is_err());
+    }
+
+    #[test]
+    fn plot_requires_an_output_file() {
+        assert!(parse(&["plot", "r.json"]).is_err());
+        let cli = parse(&["plot", "r.json", "-o", "f.svg"]).unwrap();
+        let Command::Plot(plot) = cli.command else {
+            panic!("not plot")
+        };
+        assert_eq!(plot.output, PathBuf::from("f.svg"));
+    }
+
+    #[test]
+    fn command_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,372 @@
+//! Wiring of the subcommands: turn parsed arguments into a plan, run it, hand the results to the
+//! exporters. Everything here is glue; the work happens in [`crate::sweep`], [`crate::export`]
+//! and [`crate::plot`].
+//!
+//! Output discipline: stdout carries only results (a table by default), stderr the plan, the
+//! progress bar and errors. With `--output FILE` the file is rewritten after every cell (through a
+//! temporary file and a rename, so it is never half-written), which keeps every measured cell even
+//! when the sweep stops on an error or is interrupted.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use parbench_kernels::{find_kernel, registry, ExecutorKind, Kernel, Params, PinPolicy};
+
+use crate::args::{Command, PinArg, PlotArgs, SweepArgs};
+use crate::error::CliError;
+use crate::export::ExportFormat;
+use crate::plot::render_svg;
+use crate::progress::Progress;
+use crate::results::{Report, SCHEMA_VERSION};
+use crate::sweep::{run_sweep, SweepError, SweepObserver, SweepPlan, LABELS};
+
+/// Schedulers of the default sweep: parbench-scheduler's strategies, rayon, and the `seq` baseline.
+pub const DEFAULT_SCHEDULERS: [ExecutorKind; 7] = [
+    ExecutorKind::Tree,
+    ExecutorKind::Static,
+    ExecutorKind::Dynamic,
+    ExecutorKind::Guided,
+    ExecutorKind::Simple,
+    ExecutorKind::Rayon,
+    ExecutorKind::Seq,
+];
+
+/// Runs one parsed command.
+///
+/// ```
+/// use parbench_cli::args::Command;
+/// parbench_cli::commands::run(Command::List)?; // prints kernels and schedulers
+/// # Ok::<(), parbench_cli::error::CliError>(())
+/// ```
+///
+/// # Errors
+/// Any [`CliError`]; the caller prints it as one line and exits with code 2.
+pub fn run(command: Command) -> Result<(), CliError> {
+    match command {
+        Command::Sweep(args) => sweep(&args),
+        Command::Plot(args) => plot(&args),
+        Command::List => list(),
+    }
+}
+
+/// Builds the plan `args` describe, with the defaults of the quick suite for what they omit.
+///
+/// # Errors
+/// [`CliError`] for an unknown kernel or scheduler (listing the valid names), a parameter given
+/// twice, or one that no selected kernel takes.
+///
+/// ```
+/// use clap::Parser;
+/// use parbench_cli::args::{Cli, Command};
+/// use parbench_cli::commands::plan_from_args;
+/// let cli = Cli::try_parse_from(["parbench-cli", "sweep", "--kernels", "reduce", "--threads", "2"])?;
+/// let Command::Sweep(args) = cli.command else { unreachable!() };
+/// let plan = plan_from_args(&args)?;
+/// assert_eq!((plan.kernels.len(), plan.threads.as_slice()), (1, &[2][..]));
+/// let cli = Cli::try_parse_from(["parbench-cli", "sweep", "--schedulers", "seq,tree,seq"])?;
+/// let Command::Sweep(args) = cli.command else { unreachable!() };
+/// assert_eq!(plan_from_args(&args)?.schedulers.len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn plan_from_args(args: &SweepArgs) -> Result<SweepPlan, CliError> {
+    let mut kernels: Vec<&'static dyn Kernel> = match &args.kernels {
+        Some(names) => names
+            .iter()
+            .map(|name| find_kernel(name.trim()))
+            .collect::<Result<_, _>>()?,
+        None => registry()
+            .iter()
+            .copied()
+            .filter(|k| k.is_default_suite())
+            .collect(),
+    };
+    let mut schedulers: Vec<ExecutorKind> = match &args.schedulers {
+        Some(names) => names
+            .iter()
+            .map(|name| name.trim().parse())
+            .collect::<Result<_, _>>()?,
+        None => DEFAULT_SCHEDULERS.to_vec(),
+    };
+    // Repeated flags accumulate; a name listed twice is measured once, at its first position.
+    dedup_in_order(&mut kernels, |a, b| a.name() == b.name());
+    dedup_in_order(&mut schedulers, |a, b| a == b);
+    let threads = match &args.threads {
+        Some(counts) => counts.0.clone(),
+        None => (1..=available_cores()).collect(),
+    };
+    let pairs = args
+        .params
+        .pairs()
+        .map_err(|name| CliError::Usage(format!("parameter `{name}` is given more than once")))?;
+    let mut params = Params::new();
+    for (name, value) in pairs {
+        if !kernels
+            .iter()
+            .any(|k| k.params().iter().any(|p| p.name == name))
+        {
+            return Err(CliError::Usage(format!(
+                "no selected kernel takes parameter `{name}` (see `parbench-cli list`)"
+            )));
+        }
+        params.set(name, value);
+    }
+    Ok(SweepPlan {
+        kernels,
+        schedulers,
+        threads,
+        runs: args.runs,
+        warmup: args.warmup,
+        pin: match args.pin {
+            PinArg::None => PinPolicy::None,
+            PinArg::Compact => PinPolicy::Compact,
+        },
+        params,
+    })
+}
+
+fn dedup_in_order<T>(items: &mut Vec<T>, same: impl Fn(&T, &T) -> bool) {
+    let mut index = 0;
+    while index < items.len() {
+        if items[..index]
+            .iter()
+            .any(|earlier| same(earlier, &items[index]))
+        {
+            items.remove(index);
+        } else {
+            index += 1;
+        }
+    }
+}
+
+fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// Where results go besides stdout.
+struct OutputFile {
+    path: PathBuf,
+    format: ExportFormat,
+}
+
+impl OutputFile {
+    /// Writes `report` to a sibling temporary file and renames it over the target.
+    fn write(&self, report: &Report) -> Result<(), CliError> {
+        let mut temporary = self.path.clone().into_os_string();
+        temporary.push(".partial");
+        let temporary = PathBuf::from(temporary);
+        let write_error = |source| CliError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        let mut bytes = Vec::new();
+        self.format
+            .exporter()
+            .write(report, &mut bytes)
+            .map_err(write_error)?;
+        fs::write(&temporary, bytes).map_err(write_error)?;
+        fs::rename(&temporary, &self.path).map_err(write_error)
+    }
+}
+
+/// Draws progress and keeps the output file current.
+struct SweepDisplay<'a> {
+    progress: Progress,
+    output: Option<&'a OutputFile>,
+}
+
+impl SweepObserver for SweepDisplay<'_> {
+    fn cell_started(&mut self, name: &str) {
+        self.progress.start_cell(name);
+    }
+
+    fn runs_done(&mut self, count: u64) {
+        self.progress.advance(count);
+    }
+
+    fn cell_finished(&mut self, report: &Report) -> Result<(), SweepError> {
+        match self.output {
+            Some(output) => output
+                .write(report)
+                .map_err(|error| SweepError::Observer(Box::new(error))),
+            None => Ok(()),
+        }
+    }
+}
+
+fn sweep(args: &SweepArgs) -> Result<(), CliError> {
+    let plan = plan_from_args(args)?;
+    let output = match &args.output {
+        Some(path) => Some(OutputFile {
+            format: match args.format.or_else(|| ExportFormat::from_extension(path)) {
+                Some(format) => format,
+                None => {
+                    return Err(CliError::Usage(format!(
+                        "cannot tell the format of {} from its extension (.csv, .json, .md); \
+                         give --format",
+                        path.display()
+                    )))
+                }
+            },
+            path: path.clone(),
+        }),
+        None => None,
+    };
+    // With a file, the terminal gets the table; without one, --format decides what stdout gets.
+    let stdout_format = match output {
+        Some(_) => ExportFormat::Table,
+        None => args.format.unwrap_or(ExportFormat::Table),
+    };
+    let mut report = Report::new("sweep", &LABELS);
+    report.metadata = sweep_metadata(&plan);
+    if let Some(output) = &output {
+        // An unwritable path fails now, not after minutes of measuring.
+        output.write(&report)?;
+    }
+    if !args.quiet {
+        eprintln!("{}", describe_plan(&plan));
+    }
+    let mut display = SweepDisplay {
+        progress: Progress::new(plan.total_runs(), args.quiet),
+        output: output.as_ref(),
+    };
+    let outcome = run_sweep(&plan, &mut report, &mut display);
+    display.progress.finish();
+    if !report.cells.is_empty() {
+        write_stdout(|out| stdout_format.exporter().write(&report, out))?;
+    }
+    outcome.map_err(|error| match error {
+        SweepError::Prepare(error) => CliError::Kernel(error),
+        SweepError::Observer(error) => match error.downcast::<CliError>() {
+            Ok(cli_error) => *cli_error,
+            Err(other) => CliError::Usage(other.to_string()),
+        },
+    })
+}
+
+fn sweep_metadata(plan: &SweepPlan) -> crate::results::Metadata {
+    let mut settings = std::collections::BTreeMap::new();
+    settings.insert("runs".to_owned(), plan.runs.to_string());
+    settings.insert("warmup".to_owned(), plan.warmup.to_string());
+    settings.insert("pin".to_owned(), format!("{:?}", plan.pin).to_lowercase());
+    for kernel in &plan.kernels {
+        for spec in kernel.params() {
+            // Record the value each parameter had, given or default, so a figure can be labelled.
+            if let Ok(value) = plan.params.get_str(*kernel, spec.name) {
+                settings.insert(format!("{}.{}", kernel.name(), spec.name), value.to_owned());
+            }
+        }
+    }
+    crate::results::Metadata {
+        parbench_version: env!("CARGO_PKG_VERSION").to_owned(),
+        started_unix_s: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        available_cores: available_cores(),
+        settings,
+    }
+}
+
+/// The plan in a few lines for stderr.
+fn describe_plan(plan: &SweepPlan) -> String {
+    let join = |names: Vec<String>| names.join(", ");
+    format!(
+        "sweep: {} cells = {} kernels × {} schedulers × {} thread counts; {} warm-up + {} timed runs each\n  \
+         kernels:    {}\n  schedulers: {}\n  threads:    {}",
+        plan.cell_count(),
+        plan.kernels.len(),
+        plan.schedulers.len(),
+        plan.threads.len(),
+        plan.warmup,
+        plan.runs,
+        join(plan.kernels.iter().map(|k| k.name().to_owned()).collect()),
+        join(plan.schedulers.iter().map(|s| s.name().to_owned()).collect()),
+        join(plan.threads.iter().map(usize::to_string).collect()),
+    )
+}
+
+fn plot(args: &PlotArgs) -> Result<(), CliError> {
+    let report = read_report(&args.results)?;
+    let svg = render_svg(&report)?;
+    fs::write(&args.output, svg).map_err(|source| CliError::Write {
+        path: args.output.clone(),
+        source,
+    })
+}
+
+/// Reads a JSON report written by `sweep`.
+///
+/// ```
+/// use parbench_cli::commands::read_report;
+/// use parbench_cli::error::CliError;
+/// let path = std::env::temp_dir().join("parbench-doc-not-json.json");
+/// std::fs::write(&path, "not json")?;
+/// assert!(matches!(read_report(&path), Err(CliError::MalformedResults { .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`CliError::Read`] if the file cannot be read, [`CliError::MalformedResults`] if it is not a
+/// report of this schema version.
+pub fn read_report(path: &Path) -> Result<Report, CliError> {
+    let text = fs::read_to_string(path).map_err(|source| CliError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let malformed = |reason: String| CliError::MalformedResults {
+        path: path.to_owned(),
+        reason,
+    };
+    let report: Report = serde_json::from_str(&text).map_err(|e| malformed(e.to_string()))?;
+    if report.schema != SCHEMA_VERSION {
+        return Err(malformed(format!(
+            "schema version {} (this parbench-cli reads {SCHEMA_VERSION})",
+            report.schema
+        )));
+    }
+    Ok(report)
+}
+
+fn list() -> Result<(), CliError> {
+    write_stdout(|out| {
+        writeln!(out, "Kernels (* = in the default suite):")?;
+        for kernel in registry() {
+            let mark = if kernel.is_default_suite() { "*" } else { " " };
+            writeln!(out, "{mark} {:<18} {}", kernel.name(), kernel.description())?;
+            for spec in kernel.params() {
+                let default = if spec.default.is_empty() {
+                    "(none)"
+                } else {
+                    spec.default
+                };
+                let setting = format!("{}={default}", spec.name);
+                writeln!(out, "      --param {setting:<24} {}", spec.help)?;
+            }
+        }
+        writeln!(out)?;
+        writeln!(out, "Schedulers (* = in the default sweep):")?;
+        for kind in ExecutorKind::ALL {
+            let mark = if DEFAULT_SCHEDULERS.contains(&kind) {
+                "*"
+            } else {
+                " "
+            };
+            writeln!(out, "{mark} {}", kind.name())?;
+        }
+        Ok(())
+    })
+}
+
+/// Writes to stdout; a closed pipe (`parbench-cli … | head`) ends the output quietly.
+fn write_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), CliError> {
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    match write(&mut out).and_then(|()| out.flush()) {
+        Err(error) if error.kind() != io::ErrorKind::BrokenPipe => Err(CliError::Write {
+            path: PathBuf::from("-"),
+            source: error,
+        }),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,72 @@
+//! The CLI's error type: everything that ends a command, each printed as one line with exit code 2.
+
+use std::any::Any;
+use std::io;
+use std::path::PathBuf;
+
+use parbench_kernels::{ExecutorError, KernelError};
+use thiserror::Error;
+
+use crate::plot::PlotError;
+
+/// Why a command failed. The `Display` form is a single line meant for the user.
+///
+/// ```
+/// use parbench_cli::error::CliError;
+/// let error = CliError::Usage("no selected kernel takes parameter `foo`".into());
+/// assert_eq!(error.to_string(), "no selected kernel takes parameter `foo`");
+/// ```
+#[derive(Debug, Error)]
+pub enum CliError {
+    /// Arguments that parse but make no sense together.
+    #[error("{0}")]
+    Usage(String),
+    /// A kernel could not be found or prepared (unknown name, bad parameter, unreadable input).
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    /// An unknown scheduler name.
+    #[error(transparent)]
+    Executor(#[from] ExecutorError),
+    /// Reading a file failed.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// Writing a file or stdout failed.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file (`-` for stdout).
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// A results file that is not a parbench JSON report.
+    #[error("malformed results file {}: {reason}", path.display())]
+    MalformedResults {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The figure could not be drawn.
+    #[error(transparent)]
+    Plot(#[from] PlotError),
+}
+
+/// The message a panic carried (`panic!("…")` payloads are `&str` or `String`).
+///
+/// ```
+/// use parbench_cli::error::panic_message;
+/// let payload = std::panic::catch_unwind(|| panic!("boom {}", 1)).unwrap_err();
+/// assert_eq!(panic_message(payload.as_ref()), "boom 1");
+/// ```
+pub fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}

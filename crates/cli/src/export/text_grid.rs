@@ -1,0 +1,254 @@
+//! The human-readable layout shared by the table and markdown exporters: one row of text per cell,
+//! values rounded to three significant digits with a unit chosen per value.
+
+use crate::results::{Cell, Report};
+use crate::stats::CI_MIN_RUNS;
+
+/// Whether a column's values line up on the left (names) or on the right (numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    /// Text columns.
+    Left,
+    /// Numeric columns.
+    Right,
+}
+
+/// A report laid out as text: a header, one row per cell, and footnotes.
+///
+/// ```
+/// use parbench_cli::export::text_grid::TextGrid;
+/// use parbench_cli::results::{Cell, Report};
+/// let mut report = Report::new("sweep", &["kernel"]);
+/// report.cells.push(Cell::measured(&[("kernel", "reduce")], vec![1e-3, 3e-3]));
+/// let grid = TextGrid::from_report(&report);
+/// assert_eq!(grid.header[0], "kernel");
+/// assert_eq!(grid.rows[0][2], "2.00 ms"); // the median column
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextGrid {
+    /// Column titles.
+    pub header: Vec<String>,
+    /// Alignment of each column.
+    pub align: Vec<Align>,
+    /// One row per cell, as many entries as `header`.
+    pub rows: Vec<Vec<String>>,
+    /// Lines to print below the table.
+    pub footnotes: Vec<String>,
+}
+
+/// Marks a confidence interval computed from fewer than [`CI_MIN_RUNS`] runs.
+const ROUGH_MARK: &str = "*";
+
+const STAT_COLUMNS: [&str; 16] = [
+    "runs",
+    "median",
+    "mean",
+    "sd",
+    "cv",
+    "se",
+    "ci95",
+    "min",
+    "p5",
+    "p25",
+    "p75",
+    "p95",
+    "max",
+    "speedup",
+    "eff",
+    "metrics / error",
+];
+
+impl TextGrid {
+    /// Lays `report` out: its label columns first, then the statistics.
+    pub fn from_report(report: &Report) -> TextGrid {
+        let header: Vec<String> = report
+            .label_names
+            .iter()
+            .map(String::as_str)
+            .chain(STAT_COLUMNS)
+            .map(str::to_owned)
+            .collect();
+        let mut align = vec![Align::Left; report.label_names.len()];
+        align.extend(std::iter::repeat_n(Align::Right, STAT_COLUMNS.len() - 1));
+        align.push(Align::Left);
+        let rows = report
+            .cells
+            .iter()
+            .map(|cell| cell_row(&report.label_names, cell))
+            .collect();
+        let mut footnotes = Vec::new();
+        let any_rough = report
+            .cells
+            .iter()
+            .any(|cell| cell.summary.as_ref().is_some_and(|s| s.ci_is_rough));
+        if any_rough {
+            footnotes.push(format!(
+                "{ROUGH_MARK} ci95 = mean ± 1.96·SE from fewer than {CI_MIN_RUNS} runs: \
+                 the normal approximation is rough."
+            ));
+        }
+        TextGrid {
+            header,
+            align,
+            rows,
+            footnotes,
+        }
+    }
+}
+
+fn cell_row(label_names: &[String], cell: &Cell) -> Vec<String> {
+    let mut row: Vec<String> = label_names
+        .iter()
+        .map(|name| cell.label(name).unwrap_or("").to_owned())
+        .collect();
+    let dash = || "-".to_owned();
+    match &cell.summary {
+        Some(s) => {
+            let half_width = s.se.map(|se| 1.96 * se);
+            let rough = if s.ci_is_rough { ROUGH_MARK } else { "" };
+            row.extend([
+                s.runs.to_string(),
+                format_seconds(s.median),
+                format_seconds(s.mean),
+                s.sd.map_or_else(dash, format_seconds),
+                s.cv.map_or_else(dash, |cv| format!("{:.1}%", cv * 100.0)),
+                s.se.map_or_else(dash, format_seconds),
+                half_width.map_or_else(dash, |h| format!("±{}{rough}", format_seconds(h))),
+                format_seconds(s.min),
+                format_seconds(s.p5),
+                format_seconds(s.p25),
+                format_seconds(s.p75),
+                format_seconds(s.p95),
+                format_seconds(s.max),
+            ]);
+        }
+        None => {
+            row.push(cell.samples_s.len().to_string());
+            row.extend(std::iter::repeat_n(dash(), 12));
+        }
+    }
+    row.push(
+        cell.relative
+            .map_or_else(dash, |r| format!("{}x", format_ratio(r.speedup))),
+    );
+    row.push(
+        cell.relative
+            .map_or_else(dash, |r| format_ratio(r.efficiency)),
+    );
+    row.push(match &cell.error {
+        Some(error) => format!("error: {error}"),
+        None => metrics_text(cell),
+    });
+    row
+}
+
+fn metrics_text(cell: &Cell) -> String {
+    cell.metrics
+        .iter()
+        .filter_map(|m| m.median_text(format_significant))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Formats a duration in seconds with three significant digits and the unit (ns, µs, ms, s) that
+/// keeps the number between 1 and 1000.
+///
+/// ```
+/// use parbench_cli::export::text_grid::format_seconds;
+/// assert_eq!(format_seconds(0.0123), "12.3 ms");
+/// assert_eq!(format_seconds(4.5e-6), "4.50 µs");
+/// ```
+pub fn format_seconds(seconds: f64) -> String {
+    let magnitude = seconds.abs();
+    let (scale, unit) = if magnitude >= 1.0 {
+        (1.0, "s")
+    } else if magnitude >= 1e-3 {
+        (1e3, "ms")
+    } else if magnitude >= 1e-6 {
+        (1e6, "µs")
+    } else {
+        (1e9, "ns")
+    };
+    format!("{} {unit}", format_significant(seconds * scale))
+}
+
+/// Two decimals, or as many as three significant digits need for ratios below 0.1 (a `spawn`
+/// cell can be a thousand times slower than `seq`, which must not read as 0.00).
+fn format_ratio(ratio: f64) -> String {
+    if !ratio.is_finite() || ratio >= 0.1 || ratio <= 0.0 {
+        return format!("{ratio:.2}");
+    }
+    let decimals = (2.0 - ratio.log10().floor()) as usize;
+    format!("{ratio:.decimals$}")
+}
+
+/// Three significant digits for values below 1000, plain integers up to 10^6, and scientific
+/// notation beyond.
+fn format_significant(value: f64) -> String {
+    let magnitude = value.abs();
+    if magnitude >= 1e6 {
+        format!("{value:.3e}")
+    } else if magnitude >= 100.0 {
+        format!("{value:.0}")
+    } else if magnitude >= 10.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixtures::sample_report;
+
+    #[test]
+    fn seconds_get_the_unit_that_keeps_three_digits() {
+        assert_eq!(format_seconds(2.5), "2.50 s");
+        assert_eq!(format_seconds(0.25), "250 ms");
+        assert_eq!(format_seconds(2.5e-5), "25.0 µs");
+        assert_eq!(format_seconds(2.5e-8), "25.0 ns");
+        assert_eq!(format_seconds(0.0), "0.00 ns");
+    }
+
+    #[test]
+    fn small_ratios_keep_three_significant_digits() {
+        assert_eq!(format_ratio(1.9634), "1.96");
+        assert_eq!(format_ratio(0.25), "0.25");
+        assert_eq!(format_ratio(0.0163), "0.0163");
+        assert_eq!(format_ratio(0.001634), "0.00163");
+        assert_eq!(format_ratio(0.0), "0.00");
+    }
+
+    #[test]
+    fn large_metric_values_use_scientific_notation() {
+        assert_eq!(format_significant(4.0e9), "4.000e9");
+        assert_eq!(format_significant(123456.0), "123456");
+    }
+
+    #[test]
+    fn every_row_has_one_entry_per_column() {
+        let grid = TextGrid::from_report(&sample_report());
+        assert_eq!(grid.align.len(), grid.header.len());
+        assert_eq!(grid.rows.len(), 3);
+        assert!(grid.rows.iter().all(|row| row.len() == grid.header.len()));
+    }
+
+    #[test]
+    fn rows_show_statistics_speedup_metrics_and_errors() {
+        let grid = TextGrid::from_report(&sample_report());
+        let column = |name: &str| grid.header.iter().position(|h| h == name).unwrap();
+        let seq = &grid.rows[0];
+        assert_eq!(seq[column("median")], "2.00 ms");
+        assert!(seq[column("ci95")].ends_with(ROUGH_MARK));
+        let tree = &grid.rows[1];
+        assert_eq!(tree[column("speedup")], "2.00x");
+        assert_eq!(tree[column("eff")], "1.00");
+        assert_eq!(tree[column("sd")], "-");
+        assert_eq!(tree[column("metrics / error")], "ops=4.000e9 op/s");
+        let failed = &grid.rows[2];
+        assert_eq!(failed[column("median")], "-");
+        assert!(failed[column("metrics / error")].starts_with("error: cannot spawn"));
+        assert_eq!(grid.footnotes.len(), 1);
+    }
+}

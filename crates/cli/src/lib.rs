@@ -1,0 +1,22 @@
+//! parbench-cli: the command-line front end of parbench.
+//!
+//! The binary is a thin layer (hyperfine's design): [`args`] parses, [`sweep`] measures,
+//! [`stats`] analyses, [`export`] writes one format per [`export::Exporter`], [`plot`] draws SVG
+//! figures from a JSON report, and [`progress`] shows people what is going on, on stderr only, so
+//! that stdout carries nothing but results. No algorithm lives here: workloads and executors come
+//! from `parbench-kernels`.
+//!
+//! The data model in [`results`] is generic — a cell is labels, raw samples, metrics and derived
+//! statistics — so that further commands reuse statistics and exports unchanged.
+
+#![warn(missing_docs)]
+
+pub mod args;
+pub mod commands;
+pub mod error;
+pub mod export;
+pub mod plot;
+pub mod progress;
+pub mod results;
+pub mod stats;
+pub mod sweep;

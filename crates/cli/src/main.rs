@@ -1,0 +1,65 @@
+//! `parbench-cli`: parse, dispatch, and turn any failure into one line on stderr with exit code 2.
+
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::Parser;
+use parbench_cli::args::Cli;
+
+/// Exit code for bad input, as clap uses for usage errors.
+const EXIT_BAD_INPUT: u8 = 2;
+
+fn main() -> ExitCode {
+    // A panic is a bug (in a kernel, a scheduler or here), never the user's fault: report it in
+    // one line like every other error. The sweep catches panics in kernels and records them as
+    // that cell's error, so this line then precedes an otherwise normal result.
+    std::panic::set_hook(Box::new(|info| {
+        let message = parbench_cli::error::panic_message(info.payload());
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("error: internal error{place}: {}", one_line(message));
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return report_parse_error(&error),
+    };
+    match parbench_cli::commands::run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {}", one_line(&error.to_string()));
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+/// Help and version go out as clap formats them; a usage error becomes its first line only (clap
+/// adds usage and tips below it, which would make the error several lines long).
+fn report_parse_error(error: &clap::Error) -> ExitCode {
+    match error.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            // Nothing useful is left to do if even printing help fails (e.g. a closed pipe).
+            let _ = error.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = error.print();
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+        _ => {
+            let rendered = error.render().to_string();
+            let first = rendered
+                .lines()
+                .next()
+                .unwrap_or("error: invalid arguments");
+            eprintln!("{first}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+/// Joins the lines of a message so that the user always gets exactly one line.
+fn one_line(message: &str) -> String {
+    message.lines().map(str::trim).collect::<Vec<_>>().join(" ")
+}

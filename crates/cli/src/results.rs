@@ -1,0 +1,179 @@
+//! The data every command produces and every exporter consumes.
+//!
+//! A [`Report`] is a list of [`Cell`]s plus the metadata needed to interpret and redraw them. A cell
+//! is deliberately generic — *labels* (which configuration: `kernel=reduce`, `scheduler=tree`,
+//! `threads=2`, or for another command whatever identifies its cells), *raw samples* (seconds per
+//! timed run), optional per-run *metrics* reported by the workload, derived statistics, and an
+//! error when the configuration could not be measured — so that commands other than `sweep` reuse
+//! the exporters and the statistics unchanged.
+//!
+//! The JSON form of a [`Report`] (serde) is the interchange format: `plot` reads it back, and it
+//! keeps every raw sample so that any figure can be redrawn from it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::{Relative, Summary};
+
+/// Version of the JSON layout; bumped on incompatible changes so that readers can refuse old files.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The results of one command invocation.
+///
+/// ```
+/// use parbench_cli::results::{Cell, Report};
+/// let mut report = Report::new("sweep", &["kernel", "threads"]);
+/// report.cells.push(Cell::measured(&[("kernel", "reduce"), ("threads", "1")], vec![1e-3, 2e-3]));
+/// assert_eq!(report.cells[0].summary.as_ref().unwrap().runs, 2);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// [`SCHEMA_VERSION`] at the time of writing.
+    pub schema: u32,
+    /// The subcommand that produced the report, e.g. `"sweep"`.
+    pub command: String,
+    /// The label names in the order tables show them (cells may lack some).
+    pub label_names: Vec<String>,
+    /// How the measurement was set up.
+    pub metadata: Metadata,
+    /// Measured configurations, in measurement order.
+    pub cells: Vec<Cell>,
+}
+
+impl Report {
+    /// An empty report for `command` whose cells are identified by `label_names`.
+    pub fn new(command: &str, label_names: &[&str]) -> Report {
+        Report {
+            schema: SCHEMA_VERSION,
+            command: command.to_owned(),
+            label_names: label_names.iter().map(|&name| name.to_owned()).collect(),
+            metadata: Metadata::default(),
+            cells: Vec::new(),
+        }
+    }
+}
+
+/// Context of a measurement: where and how it ran.
+///
+/// ```
+/// use parbench_cli::results::Metadata;
+/// let m = Metadata::default();
+/// assert!(m.settings.is_empty());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metadata {
+    /// Version of parbench-cli that wrote the report.
+    pub parbench_version: String,
+    /// Seconds since the Unix epoch when the measurement started.
+    pub started_unix_s: u64,
+    /// Hardware threads the OS reported as available.
+    pub available_cores: usize,
+    /// Command settings (runs, warm-up, pinning, kernel parameters …) as text.
+    pub settings: BTreeMap<String, String>,
+}
+
+/// One measured configuration.
+///
+/// ```
+/// use parbench_cli::results::Cell;
+/// let cell = Cell::failed(&[("kernel", "qap")], "input file missing".into());
+/// assert_eq!(cell.label("kernel"), Some("qap"));
+/// assert!(cell.summary.is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// What was measured, e.g. `kernel`, `scheduler`, `threads`.
+    pub labels: BTreeMap<String, String>,
+    /// Wall time of each timed run, in seconds, in run order.
+    pub samples_s: Vec<f64>,
+    /// Statistics of `samples_s`; `None` for a failed cell or one without samples.
+    pub summary: Option<Summary>,
+    /// Comparison with the cell's baseline, when it has one.
+    pub relative: Option<Relative>,
+    /// Per-run values the workload reported besides time (operations per second, …).
+    pub metrics: Vec<MetricSeries>,
+    /// Why the cell could not be measured (completely); its samples are then not summarised.
+    pub error: Option<String>,
+}
+
+impl Cell {
+    /// A successfully measured cell; the summary is computed from `samples_s`.
+    pub fn measured(labels: &[(&str, &str)], samples_s: Vec<f64>) -> Cell {
+        Cell {
+            labels: to_label_map(labels),
+            summary: Summary::from_samples(&samples_s),
+            samples_s,
+            relative: None,
+            metrics: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// A cell that failed with `error` before producing a usable measurement.
+    pub fn failed(labels: &[(&str, &str)], error: String) -> Cell {
+        Cell {
+            labels: to_label_map(labels),
+            samples_s: Vec::new(),
+            summary: None,
+            relative: None,
+            metrics: Vec::new(),
+            error: Some(error),
+        }
+    }
+
+    /// The value of label `name`, if the cell has it.
+    pub fn label(&self, name: &str) -> Option<&str> {
+        self.labels.get(name).map(String::as_str)
+    }
+}
+
+fn to_label_map(labels: &[(&str, &str)]) -> BTreeMap<String, String> {
+    labels
+        .iter()
+        .map(|&(name, value)| (name.to_owned(), value.to_owned()))
+        .collect()
+}
+
+/// The values of one workload metric over a cell's runs.
+///
+/// ```
+/// use parbench_cli::results::MetricSeries;
+/// let m = MetricSeries { name: "ops".into(), unit: "op/s".into(), values: vec![1.0, 3.0, 2.0] };
+/// assert_eq!(m.median(), Some(2.0));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricSeries {
+    /// Metric name as the workload reports it.
+    pub name: String,
+    /// Unit of the values, e.g. `op/s`.
+    pub unit: String,
+    /// One value per timed run.
+    pub values: Vec<f64>,
+}
+
+impl MetricSeries {
+    /// Median of the values, the number tables show; `None` without (finite) values.
+    pub fn median(&self) -> Option<f64> {
+        Summary::from_samples(&self.values).map(|s| s.median)
+    }
+
+    /// `name=median unit` (no unit for a unitless count), with the median written by
+    /// `format_value`; `None` without (finite) values.
+    ///
+    /// ```
+    /// use parbench_cli::results::MetricSeries;
+    /// let rate = MetricSeries { name: "rate".into(), unit: "op/s".into(), values: vec![5.0] };
+    /// assert_eq!(rate.median_text(|v| v.to_string()).unwrap(), "rate=5 op/s");
+    /// let count = MetricSeries { name: "meals".into(), unit: String::new(), values: vec![7.0] };
+    /// assert_eq!(count.median_text(|v| v.to_string()).unwrap(), "meals=7");
+    /// ```
+    pub fn median_text(&self, format_value: impl Fn(f64) -> String) -> Option<String> {
+        let value = format_value(self.median()?);
+        Some(if self.unit.is_empty() {
+            format!("{}={value}", self.name)
+        } else {
+            format!("{}={value} {}", self.name, self.unit)
+        })
+    }
+}

@@ -1,0 +1,492 @@
+//! The measurement loop of `parbench-cli sweep`: kernels × thread counts × schedulers.
+//!
+//! Order matters for fairness and cost. A kernel's input is prepared once per thread count (some
+//! default sizes scale with it) and then run on every scheduler, so every scheduler times the same
+//! data; each cell builds its own executor (its own pool), does `warmup` untimed runs and then
+//! `runs` timed ones, and drops the pool before the next cell so that idle workers of one scheduler
+//! never compete with the next.
+//!
+//! A cell that fails — the executor cannot be built, the OS refuses a thread to `spawn`, the
+//! kernel computes a wrong result, or even panics — is recorded as that cell's error and the sweep
+//! goes on: one bad configuration must not cost the other measurements. After a panic the
+//! kernel's prepared state is not trusted and is prepared afresh for the next cell. A kernel that
+//! cannot be *prepared* (bad parameter, unreadable or malformed input file) is the user's input
+//! error and stops the sweep; the cells measured so far stay in the report.
+//!
+//! Speed-up is relative to the `seq` cell of the same kernel and thread count (same input), or
+//! failing that the `seq` cell with one thread; it is recomputed after every cell so that the
+//! report is complete whenever an observer looks at it.
+
+use std::panic::{self, AssertUnwindSafe};
+
+use parbench_kernels::{
+    Executor, ExecutorKind, Kernel, KernelError, Params, PinPolicy, PreparedKernel, RunReport,
+};
+use thiserror::Error;
+
+use crate::error::panic_message;
+use crate::results::{Cell, MetricSeries, Report};
+use crate::stats::{Relative, Summary};
+
+/// The scheduler whose cells are the speed-up baseline.
+pub const BASELINE_SCHEDULER: ExecutorKind = ExecutorKind::Seq;
+
+/// Label names of a sweep's cells, in table order.
+pub const LABELS: [&str; 3] = ["kernel", "scheduler", "threads"];
+
+/// What to measure.
+///
+/// ```
+/// use parbench_cli::sweep::SweepPlan;
+/// use parbench_kernels::{registry, ExecutorKind, Params, PinPolicy};
+/// let plan = SweepPlan {
+///     kernels: registry().iter().take(2).copied().collect(),
+///     schedulers: vec![ExecutorKind::Tree, ExecutorKind::Seq],
+///     threads: vec![1, 2],
+///     runs: 10,
+///     warmup: 2,
+///     pin: PinPolicy::None,
+///     params: Params::new(),
+/// };
+/// assert_eq!(plan.cell_count(), 8);
+/// assert_eq!(plan.total_runs(), 8 * 12);
+/// ```
+#[derive(Clone)]
+pub struct SweepPlan {
+    /// Kernels, in measurement order.
+    pub kernels: Vec<&'static dyn Kernel>,
+    /// Schedulers, in measurement order.
+    pub schedulers: Vec<ExecutorKind>,
+    /// Thread counts, each at least 1.
+    pub threads: Vec<usize>,
+    /// Timed runs per cell, at least 1.
+    pub runs: usize,
+    /// Untimed runs per cell before the timed ones.
+    pub warmup: usize,
+    /// Thread pinning of the executors.
+    pub pin: PinPolicy,
+    /// Kernel parameters (each kernel reads the ones it declares).
+    pub params: Params,
+}
+
+impl SweepPlan {
+    /// Number of cells the plan measures.
+    pub fn cell_count(&self) -> usize {
+        self.kernels.len() * self.schedulers.len() * self.threads.len()
+    }
+
+    /// Number of kernel runs, warm-up included.
+    pub fn total_runs(&self) -> u64 {
+        (self.cell_count() * (self.runs + self.warmup)) as u64
+    }
+}
+
+/// Receives the sweep's progress; the CLI draws a progress bar and rewrites the output file.
+pub trait SweepObserver {
+    /// A cell is about to be measured.
+    fn cell_started(&mut self, name: &str);
+    /// `count` runs of the current cell finished or will not happen (the cell failed).
+    fn runs_done(&mut self, count: u64);
+    /// A cell was added to `report` (and speed-ups were updated). An error stops the sweep.
+    fn cell_finished(&mut self, report: &Report) -> Result<(), SweepError>;
+}
+
+/// Why a sweep stopped before measuring every cell.
+#[derive(Debug, Error)]
+pub enum SweepError {
+    /// A kernel could not be prepared: a bad parameter or input file.
+    #[error(transparent)]
+    Prepare(#[from] KernelError),
+    /// The observer could not keep up (e.g. the output file became unwritable).
+    #[error("{0}")]
+    Observer(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Measures every cell of `plan`, appending to `report.cells`.
+///
+/// ```
+/// use parbench_cli::results::Report;
+/// use parbench_cli::sweep::{run_sweep, SweepError, SweepObserver, SweepPlan, LABELS};
+/// use parbench_kernels::{find_kernel, ExecutorKind, Params, PinPolicy};
+///
+/// struct Silent;
+/// impl SweepObserver for Silent {
+///     fn cell_started(&mut self, _: &str) {}
+///     fn runs_done(&mut self, _: u64) {}
+///     fn cell_finished(&mut self, _: &Report) -> Result<(), SweepError> { Ok(()) }
+/// }
+///
+/// let plan = SweepPlan {
+///     kernels: vec![find_kernel("reduce")?],
+///     schedulers: vec![ExecutorKind::Rayon, ExecutorKind::Seq],
+///     threads: vec![2],
+///     runs: 2,
+///     warmup: 0,
+///     pin: PinPolicy::None,
+///     params: Params::new().with("n", "4096"),
+/// };
+/// let mut report = Report::new("sweep", &LABELS);
+/// run_sweep(&plan, &mut report, &mut Silent)?;
+/// assert_eq!(report.cells.len(), 2);
+/// assert!(report.cells[0].relative.is_some()); // rayon compared with seq
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`SweepError::Prepare`] when a kernel cannot be prepared, [`SweepError::Observer`] when the
+/// observer fails; the cells measured before stay in `report`.
+pub fn run_sweep(
+    plan: &SweepPlan,
+    report: &mut Report,
+    observer: &mut dyn SweepObserver,
+) -> Result<(), SweepError> {
+    for &kernel in &plan.kernels {
+        for &threads in &plan.threads {
+            let mut prepared = kernel.prepare(&plan.params, threads)?;
+            for &kind in &plan.schedulers {
+                let threads_text = threads.to_string();
+                let labels = [
+                    ("kernel", kernel.name()),
+                    ("scheduler", kind.name()),
+                    ("threads", threads_text.as_str()),
+                ];
+                observer.cell_started(&format!("{} / {} / {threads}", kernel.name(), kind));
+                let measured =
+                    measure_cell(plan, prepared.as_mut(), kind, threads, &labels, observer);
+                report.cells.push(measured.cell);
+                assign_relatives(&mut report.cells);
+                observer.cell_finished(report)?;
+                if measured.panicked {
+                    prepared = kernel.prepare(&plan.params, threads)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A measured cell, and whether the kernel panicked (its prepared state is then suspect).
+struct MeasuredCell {
+    cell: Cell,
+    panicked: bool,
+}
+
+/// Warm-up and timed runs of one cell on a fresh executor.
+fn measure_cell(
+    plan: &SweepPlan,
+    prepared: &mut dyn PreparedKernel,
+    kind: ExecutorKind,
+    threads: usize,
+    labels: &[(&str, &str)],
+    observer: &mut dyn SweepObserver,
+) -> MeasuredCell {
+    let total = (plan.warmup + plan.runs) as u64;
+    let executor: Box<dyn Executor> = match kind.build(threads, plan.pin) {
+        Ok(executor) => executor,
+        Err(error) => {
+            observer.runs_done(total);
+            return MeasuredCell {
+                cell: Cell::failed(labels, error.to_string()),
+                panicked: false,
+            };
+        }
+    };
+    let mut cell = Cell::measured(labels, Vec::with_capacity(plan.runs));
+    for run in 0..plan.warmup + plan.runs {
+        match run_guarded(prepared, executor.as_ref()) {
+            Ok(outcome) => {
+                if run >= plan.warmup {
+                    cell.samples_s.push(outcome.elapsed.as_secs_f64());
+                    for metric in outcome.metrics {
+                        record_metric(&mut cell.metrics, metric);
+                    }
+                }
+                observer.runs_done(1);
+            }
+            Err(failure) => {
+                observer.runs_done(total - run as u64);
+                cell.error = Some(failure.message);
+                return MeasuredCell {
+                    cell,
+                    panicked: failure.panicked,
+                };
+            }
+        }
+    }
+    cell.summary = Summary::from_samples(&cell.samples_s);
+    MeasuredCell {
+        cell,
+        panicked: false,
+    }
+}
+
+/// Why a run produced no timing.
+struct RunFailure {
+    message: String,
+    panicked: bool,
+}
+
+/// One run, with a panic (a bug in a kernel or scheduler) turned into a failure of this cell.
+fn run_guarded(
+    prepared: &mut dyn PreparedKernel,
+    executor: &dyn Executor,
+) -> Result<RunReport, RunFailure> {
+    // Unwind safety: after a panic the prepared kernel is never run again (the sweep prepares
+    // a new one), so no broken invariant inside it can be observed.
+    match panic::catch_unwind(AssertUnwindSafe(|| prepared.run(executor))) {
+        Ok(Ok(outcome)) => Ok(outcome),
+        Ok(Err(error)) => Err(RunFailure {
+            message: error.to_string(),
+            panicked: false,
+        }),
+        Err(payload) => Err(RunFailure {
+            message: format!("the kernel panicked: {}", panic_message(payload.as_ref())),
+            panicked: true,
+        }),
+    }
+}
+
+fn record_metric(series: &mut Vec<MetricSeries>, metric: parbench_kernels::Metric) {
+    match series.iter_mut().find(|s| s.name == metric.name) {
+        Some(existing) => existing.values.push(metric.value),
+        None => series.push(MetricSeries {
+            name: metric.name,
+            unit: metric.unit.to_owned(),
+            values: vec![metric.value],
+        }),
+    }
+}
+
+/// Sets every measured cell's speed-up over its baseline (see the module docs).
+///
+/// Efficiency divides by the thread count, except for the baseline itself, which runs on one
+/// thread whatever its `threads` label (that label says which input size it ran).
+///
+/// ```
+/// use parbench_cli::results::Cell;
+/// use parbench_cli::sweep::assign_relatives;
+/// let mut cells = vec![
+///     Cell::measured(&[("kernel", "k"), ("scheduler", "seq"), ("threads", "2")], vec![4.0]),
+///     Cell::measured(&[("kernel", "k"), ("scheduler", "tree"), ("threads", "2")], vec![2.0]),
+/// ];
+/// assign_relatives(&mut cells);
+/// let tree = cells[1].relative.unwrap();
+/// assert_eq!((tree.speedup, tree.efficiency), (2.0, 1.0));
+/// ```
+pub fn assign_relatives(cells: &mut [Cell]) {
+    let baseline_median = |cells: &[Cell], kernel: &str, threads: &str| -> Option<f64> {
+        cells
+            .iter()
+            .find(|c| {
+                c.label("kernel") == Some(kernel)
+                    && c.label("scheduler") == Some(BASELINE_SCHEDULER.name())
+                    && c.label("threads") == Some(threads)
+            })
+            .and_then(|c| c.summary.as_ref())
+            .map(|s| s.median)
+    };
+    for index in 0..cells.len() {
+        let cell = &cells[index];
+        let (Some(kernel), Some(threads_text), Some(summary)) = (
+            cell.label("kernel"),
+            cell.label("threads"),
+            cell.summary.as_ref(),
+        ) else {
+            continue;
+        };
+        let Ok(threads) = threads_text.parse::<usize>() else {
+            continue;
+        };
+        let baseline = baseline_median(cells, kernel, threads_text)
+            .or_else(|| baseline_median(cells, kernel, "1"));
+        let workers = if cell.label("scheduler") == Some(BASELINE_SCHEDULER.name()) {
+            1
+        } else {
+            threads
+        };
+        let relative = baseline.map(|b| Relative::against(b, summary.median, workers));
+        cells[index].relative = relative;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(scheduler: &str, threads: &str, median: f64) -> Cell {
+        let labels = [
+            ("kernel", "k"),
+            ("scheduler", scheduler),
+            ("threads", threads),
+        ];
+        Cell::measured(&labels, vec![median])
+    }
+
+    #[test]
+    fn speedup_uses_seq_of_the_same_thread_count_first() {
+        let mut cells = vec![
+            cell("tree", "2", 1.0),
+            cell("seq", "1", 1.5),
+            cell("seq", "2", 3.0),
+            cell("tree", "1", 1.5),
+        ];
+        assign_relatives(&mut cells);
+        let tree2 = cells[0].relative.unwrap();
+        assert_eq!((tree2.speedup, tree2.efficiency), (3.0, 1.5));
+        let seq2 = cells[2].relative.unwrap();
+        assert_eq!(
+            (seq2.speedup, seq2.efficiency),
+            (1.0, 1.0),
+            "seq runs on one thread"
+        );
+        assert_eq!(cells[3].relative.unwrap().speedup, 1.0);
+    }
+
+    #[test]
+    fn speedup_falls_back_to_seq_on_one_thread() {
+        let mut cells = vec![cell("seq", "1", 4.0), cell("rayon", "4", 2.0)];
+        assign_relatives(&mut cells);
+        let rayon = cells[1].relative.unwrap();
+        assert_eq!((rayon.speedup, rayon.efficiency), (2.0, 0.5));
+    }
+
+    #[test]
+    fn no_baseline_or_failed_cell_means_no_speedup() {
+        let mut cells = vec![cell("tree", "2", 1.0)];
+        cells.push(Cell::failed(
+            &[("kernel", "k"), ("scheduler", "seq"), ("threads", "2")],
+            "x".into(),
+        ));
+        assign_relatives(&mut cells);
+        assert!(cells.iter().all(|c| c.relative.is_none()));
+    }
+
+    /// A kernel whose runs fail on chosen executors: a wrong result on `rayon`, a panic on
+    /// `spawn`; it counts how often it was prepared.
+    struct Faulty {
+        prepared: std::sync::atomic::AtomicUsize,
+    }
+
+    struct FaultyRun;
+
+    impl Kernel for Faulty {
+        fn name(&self) -> &'static str {
+            "faulty"
+        }
+        fn description(&self) -> &'static str {
+            "fails on purpose"
+        }
+        fn params(&self) -> &'static [parbench_kernels::ParamSpec] {
+            &[]
+        }
+        fn is_default_suite(&self) -> bool {
+            false
+        }
+        fn prepare(&self, _: &Params, _: usize) -> Result<Box<dyn PreparedKernel>, KernelError> {
+            self.prepared
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(Box::new(FaultyRun))
+        }
+    }
+
+    impl PreparedKernel for FaultyRun {
+        fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
+            match exec.kind() {
+                ExecutorKind::Rayon => Err(KernelError::WrongResult {
+                    kernel: "faulty",
+                    detail: "sum is 41, expected 42".into(),
+                }),
+                ExecutorKind::Spawn => panic!("index out of bounds"),
+                _ => Ok(RunReport {
+                    elapsed: std::time::Duration::from_micros(5),
+                    metrics: vec![parbench_kernels::Metric::new("ops", 2.0, "op/s")],
+                }),
+            }
+        }
+    }
+
+    struct Recorder {
+        runs: u64,
+        finished: usize,
+    }
+
+    impl SweepObserver for Recorder {
+        fn cell_started(&mut self, _: &str) {}
+        fn runs_done(&mut self, count: u64) {
+            self.runs += count;
+        }
+        fn cell_finished(&mut self, report: &Report) -> Result<(), SweepError> {
+            self.finished = report.cells.len();
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn failing_cells_are_recorded_and_the_sweep_goes_on() {
+        static FAULTY: Faulty = Faulty {
+            prepared: std::sync::atomic::AtomicUsize::new(0),
+        };
+        let plan = SweepPlan {
+            kernels: vec![&FAULTY],
+            schedulers: vec![ExecutorKind::Spawn, ExecutorKind::Rayon, ExecutorKind::Seq],
+            threads: vec![2],
+            runs: 3,
+            warmup: 1,
+            pin: PinPolicy::None,
+            params: Params::new(),
+        };
+        let mut report = Report::new("sweep", &LABELS);
+        let mut recorder = Recorder {
+            runs: 0,
+            finished: 0,
+        };
+        run_sweep(&plan, &mut report, &mut recorder).unwrap();
+        assert_eq!(recorder.finished, 3);
+        assert_eq!(
+            recorder.runs,
+            plan.total_runs(),
+            "failed runs still count as done"
+        );
+        let [spawn, rayon, seq] = &report.cells[..] else {
+            panic!("three cells expected")
+        };
+        assert!(spawn
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("panicked: index out of bounds"));
+        assert!(rayon.error.as_deref().unwrap().contains("sum is 41"));
+        assert!(spawn.summary.is_none() && rayon.summary.is_none());
+        assert_eq!(seq.samples_s.len(), 3, "warm-up runs are not kept");
+        assert_eq!(seq.metrics[0].values, [2.0, 2.0, 2.0]);
+        assert!(seq.error.is_none() && seq.summary.is_some());
+        // Once for the thread count, once more after the panic.
+        assert_eq!(
+            FAULTY.prepared.load(std::sync::atomic::Ordering::Relaxed),
+            2
+        );
+    }
+
+    #[test]
+    fn plan_counts_cells_and_runs() {
+        let plan = SweepPlan {
+            kernels: vec![],
+            schedulers: vec![ExecutorKind::Seq, ExecutorKind::Rayon],
+            threads: vec![1, 2, 4],
+            runs: 5,
+            warmup: 1,
+            pin: PinPolicy::None,
+            params: Params::new(),
+        };
+        assert_eq!((plan.cell_count(), plan.total_runs()), (0, 0));
+        let plan = SweepPlan {
+            kernels: parbench_kernels::registry()
+                .iter()
+                .take(1)
+                .copied()
+                .collect(),
+            ..plan
+        };
+        assert_eq!((plan.cell_count(), plan.total_runs()), (6, 36));
+    }
+}

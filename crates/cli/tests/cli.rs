@@ -1,0 +1,356 @@
+//! End-to-end tests of the `parbench-cli` binary: formats, files, plots and every bad-input path.
+//!
+//! Sweeps here are tiny (a small `reduce`, two runs) so the suite stays fast in debug builds; they
+//! check what was produced, never how long it took.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use parbench_cli::results::Report;
+
+/// A sweep small enough for a debug build: reduce on 5000 elements, two schedulers, two runs.
+const TINY: [&str; 14] = [
+    "sweep",
+    "--kernels",
+    "reduce",
+    "--schedulers",
+    "seq,rayon",
+    "--threads",
+    "1,2",
+    "--runs",
+    "2",
+    "--warmup",
+    "0",
+    "--quiet",
+    "--n",
+    "5000",
+];
+
+fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_parbench-cli"))
+        .args(args)
+        .output()
+        .expect("the parbench-cli binary runs")
+}
+
+fn tiny(extra: &[&str]) -> Output {
+    let mut args = TINY.to_vec();
+    args.extend_from_slice(extra);
+    cli(&args)
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A fresh path in the test's scratch directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("parbench-cli-tests");
+    fs::create_dir_all(&dir).expect("scratch directory");
+    let path = dir.join(name);
+    // Ignoring the error is right: the file usually does not exist yet.
+    let _ = fs::remove_file(&path);
+    path
+}
+
+/// Asserts exit code 2 and exactly one line on stderr, starting with `error:` and containing
+/// every one of `needles`.
+fn assert_bad_input(output: &Output, needles: &[&str]) {
+    let err = stderr(output);
+    assert_eq!(output.status.code(), Some(2), "stderr: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected, got: {err}"
+    );
+    assert!(err.starts_with("error:"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for needle in needles {
+        assert!(err.contains(needle), "`{needle}` missing from: {err}");
+    }
+}
+
+/// A kernel that reads an input file, and the parameter naming it, if the registry has one.
+fn kernel_with_input_file() -> Option<(&'static str, &'static str)> {
+    parbench_kernels::registry().iter().find_map(|kernel| {
+        kernel
+            .params()
+            .iter()
+            .find(|p| p.name == "input" || p.name == "matrix")
+            .map(|p| (kernel.name(), p.name))
+    })
+}
+
+#[test]
+fn tiny_sweep_prints_a_table_with_every_cell() {
+    let output = tiny(&[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("kernel") && lines[0].contains("median"));
+    let cells: Vec<&&str> = lines.iter().filter(|l| l.starts_with("reduce")).collect();
+    assert_eq!(cells.len(), 4, "2 schedulers × 2 thread counts:\n{text}");
+    assert!(cells.iter().all(|l| !l.contains("error:")), "{text}");
+    assert!(stderr(&output).is_empty(), "--quiet: {}", stderr(&output));
+}
+
+#[test]
+fn csv_format_has_a_header_and_a_row_per_cell() {
+    let output = tiny(&["--format", "csv"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("kernel,scheduler,threads,runs,median_s"));
+    assert_eq!(lines.len(), 5);
+    // Two raw samples, space-separated, in the last column.
+    assert!(lines[1..]
+        .iter()
+        .all(|l| l.rsplit(',').next().unwrap().split(' ').count() == 2));
+}
+
+#[test]
+fn json_format_is_a_complete_report() {
+    let output = tiny(&["--format", "json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: Report = serde_json::from_slice(&output.stdout).expect("valid JSON report");
+    assert_eq!(report.cells.len(), 4);
+    assert!(report
+        .cells
+        .iter()
+        .all(|c| c.samples_s.len() == 2 && c.summary.is_some()));
+    assert_eq!(
+        report.metadata.settings.get("runs").map(String::as_str),
+        Some("2")
+    );
+    let rayon_2 = report
+        .cells
+        .iter()
+        .find(|c| c.label("scheduler") == Some("rayon") && c.label("threads") == Some("2"))
+        .expect("rayon cell on 2 threads");
+    assert!(rayon_2.relative.is_some(), "speed-up over seq is computed");
+}
+
+#[test]
+fn markdown_format_is_a_pipe_table() {
+    let output = tiny(&["--format", "markdown"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.starts_with("| kernel | scheduler | threads |"));
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("| reduce")).count(),
+        4
+    );
+}
+
+#[test]
+fn output_file_format_follows_the_extension_and_stdout_keeps_the_table() {
+    let path = scratch("by-extension.csv");
+    let output = tiny(&["--output", path.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).starts_with("kernel  scheduler"));
+    let csv = fs::read_to_string(&path).expect("csv written");
+    assert!(csv.starts_with("kernel,scheduler,threads,"));
+    assert_eq!(csv.lines().count(), 5);
+}
+
+#[test]
+fn output_file_without_known_extension_needs_a_format() {
+    let path = scratch("results.dat");
+    let output = tiny(&["--output", path.to_str().unwrap()]);
+    assert_bad_input(&output, &["--format"]);
+    let output = tiny(&["--output", path.to_str().unwrap(), "--format", "json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(serde_json::from_slice::<Report>(&fs::read(&path).unwrap()).is_ok());
+}
+
+#[test]
+fn plot_draws_an_svg_from_sweep_results() {
+    let results = scratch("for-plot.json");
+    let figure = scratch("figure.svg");
+    let output = tiny(&["-o", results.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = cli(&[
+        "plot",
+        results.to_str().unwrap(),
+        "-o",
+        figure.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let svg = fs::read_to_string(&figure).expect("svg written");
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("reduce: time per run"));
+}
+
+#[test]
+fn list_names_kernels_parameters_and_schedulers() {
+    let output = cli(&["list"]);
+    assert!(output.status.success());
+    let text = stdout(&output);
+    for kernel in parbench_kernels::registry() {
+        assert!(text.contains(kernel.name()), "{} missing", kernel.name());
+        for param in kernel.params() {
+            assert!(text.contains(&format!("--param {}=", param.name)));
+        }
+    }
+    for kind in parbench_kernels::ExecutorKind::ALL {
+        assert!(text.contains(kind.name()));
+    }
+}
+
+#[test]
+fn unknown_kernel_is_one_line_listing_valid_kernels() {
+    assert_bad_input(
+        &cli(&["sweep", "--kernels", "reduce,nope"]),
+        &["nope", "reduce"],
+    );
+}
+
+#[test]
+fn unknown_scheduler_is_one_line_listing_valid_schedulers() {
+    let output = cli(&["sweep", "--kernels", "reduce", "--schedulers", "fast"]);
+    assert_bad_input(&output, &["fast", "tree", "rayon", "seq"]);
+}
+
+#[test]
+fn zero_or_unparsable_threads_are_one_line_errors() {
+    assert_bad_input(&cli(&["sweep", "--threads", "0"]), &["--threads"]);
+    assert_bad_input(&cli(&["sweep", "--threads", "two"]), &["two"]);
+    assert_bad_input(&cli(&["sweep", "--threads", "1,,2"]), &["--threads"]);
+}
+
+#[test]
+fn zero_runs_is_a_one_line_error() {
+    assert_bad_input(&cli(&["sweep", "--runs", "0"]), &["--runs"]);
+}
+
+#[test]
+fn unknown_flag_and_unknown_parameter_are_one_line_errors() {
+    assert_bad_input(&cli(&["sweep", "--fast"]), &["--fast"]);
+    let output = cli(&["sweep", "--kernels", "reduce", "--param", "colour=blue"]);
+    assert_bad_input(&output, &["colour"]);
+}
+
+#[test]
+fn bad_kernel_parameter_value_is_a_one_line_error() {
+    let output = cli(&["sweep", "--kernels", "reduce", "--param", "n=lots", "-q"]);
+    assert_bad_input(&output, &["lots"]);
+}
+
+/// Sweeps the first kernel that reads an input file on `file`; `None` (after printing SKIPPED)
+/// when no kernel reads one yet.
+fn sweep_with_input_file(file: &std::path::Path) -> Option<Output> {
+    let Some((kernel, param)) = kernel_with_input_file() else {
+        eprintln!("SKIPPED: no kernel in the registry reads an input file yet");
+        return None;
+    };
+    let setting = format!("{param}={}", file.display());
+    Some(cli(&[
+        "sweep",
+        "--kernels",
+        kernel,
+        "--param",
+        &setting,
+        "-q",
+    ]))
+}
+
+#[test]
+fn missing_input_file_is_a_one_line_error() {
+    if let Some(output) = sweep_with_input_file(&scratch("does-not-exist.txt")) {
+        assert_bad_input(&output, &["does-not-exist.txt"]);
+    }
+}
+
+#[test]
+fn malformed_input_file_is_a_one_line_error() {
+    let garbage = scratch("garbage-input.txt");
+    fs::write(&garbage, "this is not\nan instance } 3 -x\n").unwrap();
+    if let Some(output) = sweep_with_input_file(&garbage) {
+        assert_bad_input(&output, &["garbage-input.txt"]);
+    }
+}
+
+#[test]
+fn results_measured_before_an_error_are_still_written() {
+    let Some((kernel, param)) = kernel_with_input_file() else {
+        eprintln!("SKIPPED: no kernel in the registry reads an input file yet");
+        return;
+    };
+    let results = scratch("partial.json");
+    let missing = scratch("missing-instance.txt");
+    // Repeating --kernels adds to the list: reduce is measured, then `kernel` fails to prepare.
+    let output = tiny(&[
+        "--kernels",
+        kernel,
+        "--param",
+        &format!("{param}={}", missing.display()),
+        "-o",
+        results.to_str().unwrap(),
+    ]);
+    assert_bad_input(&output, &["missing-instance.txt"]);
+    let report: Report = serde_json::from_slice(&fs::read(&results).unwrap()).unwrap();
+    assert_eq!(
+        report.cells.len(),
+        4,
+        "the reduce cells measured before the error"
+    );
+    assert!(report
+        .cells
+        .iter()
+        .all(|c| c.label("kernel") == Some("reduce")));
+    assert!(
+        stdout(&output).contains("reduce"),
+        "stdout still gets the partial table"
+    );
+}
+
+#[test]
+fn plot_of_missing_or_malformed_results_is_a_one_line_error() {
+    let figure = scratch("never.svg");
+    let missing = scratch("no-results.json");
+    let output = cli(&[
+        "plot",
+        missing.to_str().unwrap(),
+        "-o",
+        figure.to_str().unwrap(),
+    ]);
+    assert_bad_input(&output, &["no-results.json"]);
+    let malformed = scratch("malformed.json");
+    fs::write(&malformed, "{\"schema\": 1, \"cells\": [").unwrap();
+    let output = cli(&[
+        "plot",
+        malformed.to_str().unwrap(),
+        "-o",
+        figure.to_str().unwrap(),
+    ]);
+    assert_bad_input(&output, &["malformed", "malformed.json"]);
+    assert!(!figure.exists());
+}
+
+#[test]
+fn unwritable_output_fails_before_measuring() {
+    let path = scratch("no-such-dir").join("results.json");
+    let output = tiny(&["-o", path.to_str().unwrap()]);
+    assert_bad_input(&output, &["cannot write", "results.json"]);
+    assert!(stdout(&output).is_empty(), "nothing was measured");
+}
+
+#[test]
+fn closed_stdout_pipe_ends_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_parbench-cli"))
+        .arg("list")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the parbench-cli binary runs");
+    // Closing the read end makes the child's writes fail with EPIPE (SIGPIPE is ignored by Rust).
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("child exits");
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("panicked"));
+}
