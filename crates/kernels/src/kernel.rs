@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::io;
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
@@ -227,6 +228,52 @@ impl Params {
         let text = self.get_str(kernel, name)?;
         parse_usize(text)
             .ok_or_else(|| bad_param(kernel, name, text, "expected a non-negative integer"))
+    }
+
+    /// `name` as an integer in `range`.
+    ///
+    /// ```
+    /// use parbench_kernels::{find_kernel, Params};
+    ///
+    /// let matmul = find_kernel("matmul")?;
+    /// assert_eq!(Params::new().with("n", "64").get_usize_in(matmul, "n", 1..=100)?, 64);
+    /// let error = Params::new().with("n", "0").get_usize_in(matmul, "n", 1..=100).err().unwrap();
+    /// assert!(error.to_string().contains("must be in 1 … 100"));
+    /// # Ok::<(), parbench_kernels::KernelError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`KernelError::BadParam`] if the value is not an integer or lies outside `range`.
+    pub fn get_usize_in(
+        &self,
+        kernel: &dyn Kernel,
+        name: &str,
+        range: RangeInclusive<usize>,
+    ) -> Result<usize, KernelError> {
+        let value = self.get_usize(kernel, name)?;
+        if range.contains(&value) {
+            Ok(value)
+        } else {
+            let reason = format!("must be in {} … {}", range.start(), range.end());
+            Err(bad_param(kernel, name, &value.to_string(), &reason))
+        }
+    }
+
+    /// The kernel's [`Kernel::small_params`]: a run that takes well under a millisecond.
+    ///
+    /// ```
+    /// use parbench_kernels::{find_kernel, Params};
+    ///
+    /// let scan = find_kernel("scan")?;
+    /// assert_eq!(Params::small(scan).get_usize(scan, "n")?, 1024);
+    /// # Ok::<(), parbench_kernels::KernelError>(())
+    /// ```
+    pub fn small(kernel: &dyn Kernel) -> Self {
+        let mut params = Params::new();
+        for (name, value) in kernel.small_params() {
+            params.set(*name, *value);
+        }
+        params
     }
 
     /// `name` as a finite number (`2^-7` is accepted).

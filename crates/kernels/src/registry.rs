@@ -22,6 +22,10 @@ static REGISTRY: &[&dyn Kernel] = &[
     &kernels::smt::INT_DIV,
     &kernels::smt::BRANCH,
     &kernels::smt::LOAD_DEP,
+    &kernels::nqueens::NQueens,
+    &kernels::qap::Qap,
+    &kernels::floorplan::Floorplan,
+    &kernels::round::Round,
 ];
 
 /// Every kernel, in display order.

@@ -5,10 +5,7 @@ use parbench_kernels::{registry, ExecutorKind, Params, PinPolicy};
 #[test]
 fn every_kernel_validates_on_every_executor() {
     for kernel in registry() {
-        let mut params = Params::new();
-        for (name, value) in kernel.small_params() {
-            params.set(*name, *value);
-        }
+        let params = Params::small(*kernel);
         for kind in ExecutorKind::ALL {
             let exec = kind
                 .build(2, PinPolicy::None)

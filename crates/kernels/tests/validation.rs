@@ -44,11 +44,7 @@ impl Executor for HalfLoops {
 
 fn small(name: &str) -> (Params, &'static dyn parbench_kernels::Kernel) {
     let kernel = find_kernel(name).unwrap();
-    let mut params = Params::new();
-    for (k, v) in kernel.small_params() {
-        params.set(*k, *v);
-    }
-    (params, kernel)
+    (Params::small(kernel), kernel)
 }
 
 #[test]

@@ -1,7 +1,10 @@
 //! Readers for the input files kernels accept. Every reader reports a malformed file as an
 //! [`InputError`] naming the file and line, and never panics, whatever the bytes.
 
+pub mod floorplan;
+mod integer_tokens;
 pub mod matrix_market;
+pub mod qaplib;
 
 use std::fmt;
 use std::path::PathBuf;

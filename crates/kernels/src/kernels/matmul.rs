@@ -7,8 +7,7 @@
 use crate::disjoint::DisjointSlice;
 use crate::executor::Executor;
 use crate::kernel::{
-    bad_param, timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel,
-    RunReport,
+    timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport,
 };
 use crate::kernels::rng::SplitMix64;
 
@@ -45,10 +44,7 @@ impl Kernel for Matmul {
         params: &Params,
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
-        let n = params.get_usize(self, "n")?;
-        if n == 0 || n > 1 << 13 {
-            return Err(bad_param(self, "n", &n.to_string(), "must be in 1 … 2^13"));
-        }
+        let n = params.get_usize_in(self, "n", 1..=1 << 13)?;
         let mut rng = SplitMix64::new(0x5EED_0004);
         let mut entries = || {
             (0..n * n)

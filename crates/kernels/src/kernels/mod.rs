@@ -2,9 +2,13 @@
 //! operation their loop repeats).
 
 pub(crate) mod csr;
+pub(crate) mod floorplan;
 pub(crate) mod matmul;
+pub(crate) mod nqueens;
+pub(crate) mod qap;
 pub(crate) mod reduce;
 pub(crate) mod rng;
+pub(crate) mod round;
 pub(crate) mod scan;
 pub(crate) mod sched_time;
 pub(crate) mod smt;

@@ -44,7 +44,7 @@ impl Kernel for Reduce {
         params: &Params,
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
-        let n = params.get_usize(self, "n")?;
+        let n = params.get_usize_in(self, "n", 1..=1 << 32)?;
         let mut rng = SplitMix64::new(0x5EED_0001);
         let data: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32).collect();
         let expected = data.iter().map(|&x| u64::from(x)).sum();

@@ -49,13 +49,13 @@ impl Kernel for Scan {
         params: &Params,
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
-        let n = params.get_usize(self, "n")?;
-        if !n.is_power_of_two() || !(2..=1 << 30).contains(&n) {
+        let n = params.get_usize_in(self, "n", 2..=1 << 30)?;
+        if !n.is_power_of_two() {
             return Err(bad_param(
                 self,
                 "n",
                 &n.to_string(),
-                "must be a power of two in 2 … 2^30",
+                "must be a power of two",
             ));
         }
         let mut rng = SplitMix64::new(0x5EED_0003);

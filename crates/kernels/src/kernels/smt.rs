@@ -19,8 +19,7 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::executor::Executor;
 use crate::kernel::{
-    bad_param, timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel,
-    RunReport,
+    timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
 };
 use crate::kernels::rng::SplitMix64;
 
@@ -438,25 +437,9 @@ impl Kernel for Stressor {
         params: &Params,
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
-        let iters = params.get_usize(self, "iters")?;
-        if iters == 0 || iters > 1 << 32 {
-            return Err(bad_param(
-                self,
-                "iters",
-                &iters.to_string(),
-                "must be in 1 … 2^32",
-            ));
-        }
+        let iters = params.get_usize_in(self, "iters", 1..=1 << 32)?;
         let ring = if self.class == InstrClass::Load {
-            let kb = params.get_usize(self, "kb")?;
-            if !(1..=1 << 20).contains(&kb) {
-                return Err(bad_param(
-                    self,
-                    "kb",
-                    &kb.to_string(),
-                    "must be in 1 … 2^20 KiB",
-                ));
-            }
+            let kb = params.get_usize_in(self, "kb", 1..=1 << 20)?;
             random_ring(kb * 1024 / std::mem::size_of::<u32>(), 0x5EED_0005)
         } else {
             Vec::new()

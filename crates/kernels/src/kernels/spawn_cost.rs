@@ -9,8 +9,7 @@ use std::time::Instant;
 
 use crate::executor::Executor;
 use crate::kernel::{
-    bad_param, timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel,
-    RunReport,
+    timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
 };
 
 /// The `spawn-cost` kernel.
@@ -53,19 +52,8 @@ impl Kernel for SpawnCost {
         params: &Params,
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
-        let max = params.get_usize(self, "max")?;
-        let reps = params.get_usize(self, "reps")?;
-        if max == 0 || max > 1 << 14 {
-            return Err(bad_param(
-                self,
-                "max",
-                &max.to_string(),
-                "must be in 1 … 2^14",
-            ));
-        }
-        if reps == 0 {
-            return Err(bad_param(self, "reps", "0", "must be at least 1"));
-        }
+        let max = params.get_usize_in(self, "max", 1..=1 << 14)?;
+        let reps = params.get_usize_in(self, "reps", 1..=1 << 20)?;
         let counts = std::iter::successors(Some(1usize), |&c| Some(c * 2))
             .take_while(|&c| c <= max)
             .collect();

@@ -90,21 +90,13 @@ impl Spmv {
             let coo = parse_matrix_market(&path, &text)?;
             return CsrMatrix::from_coo(&coo).map_err(|m| InputError::new(&path, 0, m).into());
         }
-        let width = params.get_usize(self, "width")?;
+        let width = params.get_usize_in(self, "width", 1..=u32::MAX as usize)?;
         let density = params.get_f64(self, "density")?;
         let rows = match params.get_str(self, "rows")? {
             "" => threads.max(1) << 9,
             _ => params.get_usize(self, "rows")?,
         };
         let seed = params.get_usize(self, "seed")? as u64;
-        if width == 0 || width > u32::MAX as usize {
-            return Err(bad_param(
-                self,
-                "width",
-                &width.to_string(),
-                "must be in 1..=2^32-1",
-            ));
-        }
         if !(density > 0.0 && density <= 1.0) {
             return Err(bad_param(
                 self,

@@ -10,8 +10,7 @@ use std::ops::Range;
 use crate::disjoint::DisjointSlice;
 use crate::executor::Executor;
 use crate::kernel::{
-    bad_param, timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel,
-    RunReport,
+    timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport,
 };
 
 const BLOCK: usize = 16;
@@ -49,10 +48,7 @@ impl Kernel for Transpose {
         params: &Params,
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
-        let n = params.get_usize(self, "n")?;
-        if n == 0 || n > 1 << 15 {
-            return Err(bad_param(self, "n", &n.to_string(), "must be in 1 … 2^15"));
-        }
+        let n = params.get_usize_in(self, "n", 1..=1 << 15)?;
         let input = (0..(n * n) as u32).collect();
         Ok(Box::new(PreparedTranspose {
             n,

@@ -19,8 +19,7 @@ use std::sync::{Condvar, Mutex, PoisonError};
 
 use crate::executor::Executor;
 use crate::kernel::{
-    bad_param, timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel,
-    RunReport,
+    timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport,
 };
 
 /// Methods of keeping the shared sum, as accepted by `--method`.
@@ -209,15 +208,9 @@ impl Kernel for Trapezoid {
         params: &Params,
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
-        let n = params.get_usize(self, "n")?;
-        let block = params.get_usize(self, "block")?;
+        let n = params.get_usize_in(self, "n", 1..=1 << 34)?;
+        let block = params.get_usize_in(self, "block", 1..=1 << 34)?;
         let method = params.get_choice(self, "method", &METHODS)?;
-        if !(1..=1 << 34).contains(&n) {
-            return Err(bad_param(self, "n", &n.to_string(), "must be in 1 … 2^34"));
-        }
-        if block == 0 {
-            return Err(bad_param(self, "block", "0", "must be at least 1"));
-        }
         Ok(Box::new(PreparedTrapezoid { n, block, method }))
     }
 }

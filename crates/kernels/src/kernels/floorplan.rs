@@ -1,0 +1,603 @@
+//! `floorplan`: the BOTS floorplan search (also in INNCABS).
+//!
+//! Cells are placed one after another in the input's `next` order on a
+//! 64 × 64 board; each cell has alternative shapes, and each shape a set of
+//! candidate north-west corners derived from the cells to its left and above
+//! ([`candidate_corners`], the BOTS rules verbatim). A placement fails if it
+//! overlaps a placed cell or leaves the board. The footprint is the bounding
+//! box of everything placed from the origin; the search minimises its area and
+//! stops extending a partial floorplan as soon as its area is no longer below
+//! the best complete one (the pruning rule of BOTS, including its initial bound
+//! of 64 · 64, so a floorplan filling the whole board is never recorded).
+//!
+//! Down to level `cutoff` (cells placed), every (shape, corner) candidate is
+//! its own task, like BOTS's `#pragma omp task` per candidate; deeper levels
+//! run sequentially. Tasks share the best area in an `AtomicU64` for pruning;
+//! the floorplan behind it is kept under a mutex taken only on improvements.
+//!
+//! The board is a bit set (one `u64` per row), so copying it into a task is
+//! 512 bytes and an overlap test is one AND per row.
+//!
+//! Validation: `prepare` solves the input once sequentially (untimed); every
+//! run must find the same minimal area, and the floorplan it reports is
+//! re-checked (every cell inside the board, no overlaps, area = footprint).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use crate::executor::{Executor, ExecutorError, SeqExecutor};
+use crate::input::floorplan::{FloorplanInput, Shape, BOARD_SIDE};
+use crate::kernel::{
+    timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
+};
+
+/// The input used when `--input` is not given (generated, 10 cells).
+const BUNDLED_INPUT: &str = include_str!("../../data/floorplan-10.txt");
+/// Name shown for the bundled input in messages.
+const BUNDLED_NAME: &str = "data/floorplan-10.txt";
+
+/// BOTS starts with the whole board as the best area.
+const INITIAL_BEST_AREA: u64 = (BOARD_SIDE * BOARD_SIDE) as u64;
+
+/// The `floorplan` kernel.
+pub(crate) struct Floorplan;
+
+impl Kernel for Floorplan {
+    fn name(&self) -> &'static str {
+        "floorplan"
+    }
+
+    fn description(&self) -> &'static str {
+        "BOTS floorplan: minimal bounding area of cells with alternative shapes, one task per candidate"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        &[
+            ParamSpec {
+                name: "input",
+                default: "",
+                help: "BOTS floorplan input file (default: the bundled data/floorplan-10.txt)",
+            },
+            ParamSpec {
+                name: "cutoff",
+                default: "4",
+                help:
+                    "cells whose candidates are separate tasks; later cells are placed sequentially",
+            },
+        ]
+    }
+
+    fn is_default_suite(&self) -> bool {
+        true
+    }
+
+    fn small_params(&self) -> &'static [(&'static str, &'static str)] {
+        &[("cutoff", "2")]
+    }
+
+    fn prepare(
+        &self,
+        params: &Params,
+        _threads: usize,
+    ) -> Result<Box<dyn PreparedKernel>, KernelError> {
+        let cutoff = params.get_usize(self, "cutoff")?;
+        let input = match params.get_path(self, "input")? {
+            Some(path) => read_input(&path)?,
+            None => FloorplanInput::parse(Path::new(BUNDLED_NAME), BUNDLED_INPUT.as_bytes())?,
+        };
+        let reference = solve(&SeqExecutor::new(), &input, 0)?.map(|plan| plan.area);
+        if let Some(expected) = input.expected_area() {
+            report_expected_area(reference, expected);
+        }
+        Ok(Box::new(PreparedFloorplan {
+            input,
+            cutoff,
+            reference,
+        }))
+    }
+}
+
+fn read_input(path: &Path) -> Result<FloorplanInput, KernelError> {
+    let bytes = std::fs::read(path).map_err(|source| KernelError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(FloorplanInput::parse(path, &bytes)?)
+}
+
+/// The file's area is informational: say loudly when ours differs.
+fn report_expected_area(found: Option<u64>, expected: u64) {
+    match found {
+        Some(found) if found == expected => {
+            eprintln!("floorplan: minimal area {found} matches the area given in the input file");
+        }
+        Some(found) => eprintln!(
+            "floorplan: WARNING: MISMATCH: the minimal area found is {found}, the input file says {expected}"
+        ),
+        None => eprintln!(
+            "floorplan: WARNING: MISMATCH: no floorplan exists, the input file says the minimal area is {expected}"
+        ),
+    }
+}
+
+struct PreparedFloorplan {
+    input: FloorplanInput,
+    cutoff: usize,
+    /// Minimal area found by the sequential search, `None` if no floorplan fits.
+    reference: Option<u64>,
+}
+
+impl PreparedKernel for PreparedFloorplan {
+    fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
+        let (solved, elapsed) = timed(exec, || solve(exec, &self.input, self.cutoff))?;
+        let plan = solved?;
+        let area = plan.as_ref().map(|plan| plan.area);
+        if area != self.reference {
+            return Err(wrong_result(
+                "floorplan",
+                format!(
+                    "minimal area {area:?}, the sequential search found {:?}",
+                    self.reference
+                ),
+            ));
+        }
+        let mut metrics = Vec::new();
+        if let Some(plan) = plan {
+            check_plan(&self.input, &plan)?;
+            metrics.push(Metric::new("min-area", plan.area as f64, ""));
+        }
+        Ok(RunReport { elapsed, metrics })
+    }
+}
+
+/// A placed cell: rows `top..=bot`, columns `lhs..=rhs` (signed: the sentinel
+/// sits at columns `-1..=-1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Rect {
+    top: i64,
+    bot: i64,
+    lhs: i64,
+    rhs: i64,
+}
+
+/// Where BOTS puts the sentinel cell 0: the origin, zero columns wide.
+const SENTINEL: Rect = Rect {
+    top: 0,
+    bot: 0,
+    lhs: -1,
+    rhs: -1,
+};
+
+/// The candidate north-west corners `(top, lhs)` for `shape` of a cell whose
+/// left / above neighbours are placed at `left` / `above` (BOTS `starts`).
+fn candidate_corners(shape: Shape, left: Option<Rect>, above: Option<Rect>) -> Vec<(i64, i64)> {
+    let (rows, cols) = (i64::from(shape.rows), i64::from(shape.cols));
+    let side = BOARD_SIDE as i64;
+    match (left, above) {
+        (Some(left), Some(above)) => {
+            let (top, lhs) = (above.bot + 1, left.rhs + 1);
+            let touches = top <= left.bot
+                && top + rows >= left.top
+                && lhs <= above.rhs
+                && lhs + cols >= above.lhs;
+            if touches {
+                vec![(top, lhs)]
+            } else {
+                Vec::new()
+            }
+        }
+        (Some(left), None) => {
+            let first = (left.top - rows + 1).max(0);
+            let last = left.bot.min(side);
+            (first..=last).map(|top| (top, left.rhs + 1)).collect()
+        }
+        (None, Some(above)) => {
+            let first = (above.lhs - cols + 1).max(0);
+            let last = above.rhs.min(side);
+            (first..=last).map(|lhs| (above.bot + 1, lhs)).collect()
+        }
+        // The reader rejects cells without neighbours; BOTS has no rule for them.
+        (None, None) => Vec::new(),
+    }
+}
+
+/// A partial floorplan: where each placed cell is, which board squares are
+/// taken, and the footprint `(rows, cols)` from the origin.
+#[derive(Clone, Debug)]
+struct Layout {
+    /// `placed[id]` for cells on the board; index 0 is the sentinel.
+    placed: Vec<Option<Rect>>,
+    /// Bit `c` of `board[r]`: square `(r, c)` is taken.
+    board: [u64; BOARD_SIDE],
+    footprint: (i64, i64),
+}
+
+impl Layout {
+    fn empty(cells: usize) -> Self {
+        let mut placed = vec![None; cells + 1];
+        placed[0] = Some(SENTINEL);
+        Self {
+            placed,
+            board: [0; BOARD_SIDE],
+            footprint: (0, 0),
+        }
+    }
+
+    fn area(&self) -> u64 {
+        (self.footprint.0 * self.footprint.1) as u64
+    }
+
+    /// Puts cell `id` at `rect` if it stays on the board and overlaps nothing
+    /// (BOTS `lay_down`, plus the board-edge check BOTS left to luck).
+    fn lay_down(&mut self, id: usize, rect: Rect) -> bool {
+        let side = BOARD_SIDE as i64;
+        if rect.top < 0 || rect.lhs < 0 || rect.bot >= side || rect.rhs >= side {
+            return false;
+        }
+        let width = (rect.rhs - rect.lhs + 1) as u32;
+        let mask = (u64::MAX >> (64 - width)) << rect.lhs;
+        let rows = rect.top as usize..=rect.bot as usize;
+        if self.board[rows.clone()].iter().any(|row| row & mask != 0) {
+            return false;
+        }
+        self.board[rows].iter_mut().for_each(|row| *row |= mask);
+        self.placed[id] = Some(rect);
+        self.footprint = (
+            self.footprint.0.max(rect.bot + 1),
+            self.footprint.1.max(rect.rhs + 1),
+        );
+        true
+    }
+}
+
+/// A complete floorplan and its area.
+#[derive(Clone, Debug)]
+struct Plan {
+    area: u64,
+    placed: Vec<Option<Rect>>,
+}
+
+/// The best complete floorplan so far, shared by all tasks.
+struct BestPlan {
+    area: AtomicU64,
+    plan: Mutex<Option<Plan>>,
+}
+
+impl BestPlan {
+    fn bound(&self) -> u64 {
+        // Relaxed: a stale bound is never below the true one, so it only
+        // prunes less; the plan itself is published under the mutex.
+        self.area.load(Ordering::Relaxed)
+    }
+
+    fn offer(&self, layout: &Layout) {
+        let area = layout.area();
+        // Relaxed: fetch_min is one atomic step; whoever lowered the bound
+        // records its plan under the mutex, where the smaller area wins.
+        if area < self.area.fetch_min(area, Ordering::Relaxed) {
+            let mut plan = self.plan.lock().unwrap_or_else(PoisonError::into_inner);
+            if plan.as_ref().is_none_or(|kept| area < kept.area) {
+                *plan = Some(Plan {
+                    area,
+                    placed: layout.placed.clone(),
+                });
+            }
+        }
+    }
+}
+
+/// One way to place the next cell: a shape and a north-west corner.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    shape: Shape,
+    top: i64,
+    lhs: i64,
+}
+
+/// Every (shape, corner) candidate for cell `id` given the cells placed so far.
+fn candidates(input: &FloorplanInput, layout: &Layout, id: usize) -> Vec<Candidate> {
+    let cell = input.cell(id);
+    let left = cell.left.and_then(|n| layout.placed[n]);
+    let above = cell.above.and_then(|n| layout.placed[n]);
+    cell.shapes
+        .iter()
+        .flat_map(|&shape| {
+            candidate_corners(shape, left, above)
+                .into_iter()
+                .map(move |(top, lhs)| Candidate { shape, top, lhs })
+        })
+        .collect()
+}
+
+/// Places `candidate` for cell `id` on a copy of `layout`; `None` if it does not fit.
+fn placed_copy(layout: &Layout, id: usize, candidate: Candidate) -> Option<Layout> {
+    let rect = Rect {
+        top: candidate.top,
+        bot: candidate.top + i64::from(candidate.shape.rows) - 1,
+        lhs: candidate.lhs,
+        rhs: candidate.lhs + i64::from(candidate.shape.cols) - 1,
+    };
+    let mut child = layout.clone();
+    child.lay_down(id, rect).then_some(child)
+}
+
+/// The minimal-area floorplan of `input` (`None` if no floorplan has an area
+/// below 64 · 64), with one task per candidate for the first `cutoff` cells.
+fn solve(
+    exec: &dyn Executor,
+    input: &FloorplanInput,
+    cutoff: usize,
+) -> Result<Option<Plan>, ExecutorError> {
+    let best = BestPlan {
+        area: AtomicU64::new(INITIAL_BEST_AREA),
+        plan: Mutex::new(None),
+    };
+    let layout = Layout::empty(input.cell_count());
+    place_tasks(exec, input, &layout, 0, cutoff, &best)?;
+    Ok(best
+        .plan
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner))
+}
+
+/// Places the cell at position `level` of the order, then recurses to the
+/// next, while the area stays below the best (BOTS `add_cell`).
+fn place_tasks(
+    exec: &dyn Executor,
+    input: &FloorplanInput,
+    layout: &Layout,
+    level: usize,
+    cutoff: usize,
+    best: &BestPlan,
+) -> Result<(), ExecutorError> {
+    if level >= cutoff {
+        place_sequential(input, layout, level, best);
+        return Ok(());
+    }
+    let order = input.placement_order();
+    let id = order[level];
+    let candidates = candidates(input, layout, id);
+    exec.for_each_task(candidates.len(), &|index| {
+        if let Some(child) = placed_copy(layout, id, candidates[index]) {
+            if level + 1 == order.len() {
+                best.offer(&child);
+            } else if child.area() < best.bound() {
+                place_tasks(exec, input, &child, level + 1, cutoff, best)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+fn place_sequential(input: &FloorplanInput, layout: &Layout, level: usize, best: &BestPlan) {
+    let order = input.placement_order();
+    let id = order[level];
+    for candidate in candidates(input, layout, id) {
+        if let Some(child) = placed_copy(layout, id, candidate) {
+            if level + 1 == order.len() {
+                best.offer(&child);
+            } else if child.area() < best.bound() {
+                place_sequential(input, &child, level + 1, best);
+            }
+        }
+    }
+}
+
+/// Re-checks a reported floorplan from scratch: every cell of the order is
+/// placed in one of its shapes, inside the board, without overlaps, and the
+/// footprint of the placed cells has the reported area.
+fn check_plan(input: &FloorplanInput, plan: &Plan) -> Result<(), KernelError> {
+    let mut layout = Layout::empty(input.cell_count());
+    for &id in input.placement_order() {
+        let rect = plan.placed[id]
+            .ok_or_else(|| wrong_result("floorplan", format!("cell {id} is not placed")))?;
+        let shape = Shape {
+            rows: (rect.bot - rect.top + 1) as u32,
+            cols: (rect.rhs - rect.lhs + 1) as u32,
+        };
+        if !input.cell(id).shapes.contains(&shape) {
+            return Err(wrong_result(
+                "floorplan",
+                format!("cell {id} has no {shape:?} shape"),
+            ));
+        }
+        if !layout.lay_down(id, rect) {
+            return Err(wrong_result(
+                "floorplan",
+                format!("cell {id} at {rect:?} overlaps or leaves the board"),
+            ));
+        }
+    }
+    if layout.area() != plan.area {
+        return Err(wrong_result(
+            "floorplan",
+            format!(
+                "the reported floorplan covers area {}, not the reported {}",
+                layout.area(),
+                plan.area
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Minimal area by visiting every complete floorplan, no pruning.
+    fn exhaustive_min_area(input: &FloorplanInput) -> Option<u64> {
+        fn visit(input: &FloorplanInput, layout: &Layout, level: usize, best: &mut Option<u64>) {
+            let order = input.placement_order();
+            if level == order.len() {
+                let area = layout.area();
+                if area < INITIAL_BEST_AREA && best.is_none_or(|b| area < b) {
+                    *best = Some(area);
+                }
+                return;
+            }
+            for candidate in candidates(input, layout, order[level]) {
+                if let Some(child) = placed_copy(layout, order[level], candidate) {
+                    visit(input, &child, level + 1, best);
+                }
+            }
+        }
+        let mut best = None;
+        visit(input, &Layout::empty(input.cell_count()), 0, &mut best);
+        best
+    }
+
+    fn shape(rows: u32, cols: u32) -> Shape {
+        Shape { rows, cols }
+    }
+
+    #[test]
+    fn left_neighbour_gives_one_column_and_a_range_of_rows() {
+        let left = Rect {
+            top: 3,
+            bot: 5,
+            lhs: 0,
+            rhs: 1,
+        };
+        let corners = candidate_corners(shape(2, 1), Some(left), None);
+        // Rows max(3 - 2 + 1, 0) = 2 through 5, column 2.
+        assert_eq!(corners, vec![(2, 2), (3, 2), (4, 2), (5, 2)]);
+    }
+
+    #[test]
+    fn above_neighbour_gives_one_row_and_a_range_of_columns() {
+        let above = Rect {
+            top: 0,
+            bot: 1,
+            lhs: 1,
+            rhs: 2,
+        };
+        let corners = candidate_corners(shape(1, 3), None, Some(above));
+        // Row 2, columns max(1 - 3 + 1, 0) = 0 through 2.
+        assert_eq!(corners, vec![(2, 0), (2, 1), (2, 2)]);
+    }
+
+    #[test]
+    fn both_neighbours_give_at_most_the_touching_corner() {
+        let left = Rect {
+            top: 0,
+            bot: 3,
+            lhs: 0,
+            rhs: 0,
+        };
+        let above = Rect {
+            top: 0,
+            bot: 0,
+            lhs: 1,
+            rhs: 4,
+        };
+        assert_eq!(
+            candidate_corners(shape(2, 2), Some(left), Some(above)),
+            vec![(1, 1)]
+        );
+        // A left neighbour ending above the corner row does not touch.
+        let short_left = Rect {
+            top: 0,
+            bot: 0,
+            lhs: 0,
+            rhs: 0,
+        };
+        assert!(candidate_corners(shape(2, 2), Some(short_left), Some(above)).is_empty());
+    }
+
+    #[test]
+    fn the_sentinel_as_left_neighbour_puts_a_cell_at_the_origin() {
+        assert_eq!(
+            candidate_corners(shape(3, 2), Some(SENTINEL), None),
+            vec![(0, 0)]
+        );
+    }
+
+    #[test]
+    fn lay_down_rejects_overlaps_and_the_board_edge() {
+        let mut layout = Layout::empty(3);
+        assert!(layout.lay_down(
+            1,
+            Rect {
+                top: 0,
+                bot: 1,
+                lhs: 0,
+                rhs: 63
+            }
+        ));
+        assert!(!layout.lay_down(
+            2,
+            Rect {
+                top: 1,
+                bot: 2,
+                lhs: 5,
+                rhs: 5
+            }
+        ));
+        assert!(!layout.lay_down(
+            2,
+            Rect {
+                top: 60,
+                bot: 64,
+                lhs: 0,
+                rhs: 0
+            }
+        ));
+        assert!(layout.lay_down(
+            3,
+            Rect {
+                top: 2,
+                bot: 2,
+                lhs: 0,
+                rhs: 0
+            }
+        ));
+        assert_eq!(layout.footprint, (3, 64));
+    }
+
+    #[test]
+    fn pruned_parallel_search_matches_exhaustive_search() {
+        for seed in 0..40 {
+            let input = FloorplanInput::generate(1 + (seed as usize % 6), seed);
+            let expected = exhaustive_min_area(&input);
+            for cutoff in [0, 2, 6] {
+                let plan = solve(&SeqExecutor::new(), &input, cutoff).unwrap();
+                assert_eq!(
+                    plan.as_ref().map(|p| p.area),
+                    expected,
+                    "seed {seed}, cutoff {cutoff}"
+                );
+                if let Some(plan) = plan {
+                    check_plan(&input, &plan).unwrap();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bundled_input_has_a_floorplan() {
+        let input =
+            FloorplanInput::parse(Path::new(BUNDLED_NAME), BUNDLED_INPUT.as_bytes()).unwrap();
+        assert!(solve(&SeqExecutor::new(), &input, 0).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_forged_plan_is_rejected() {
+        let input = FloorplanInput::parse(Path::new("t"), b"2\n1\n1 2\n0 -1\n2\n1\n1 1\n1 -1\n0\n")
+            .unwrap();
+        let plan = solve(&SeqExecutor::new(), &input, 0).unwrap().unwrap();
+        assert_eq!(plan.area, 3);
+        let mut forged = plan.clone();
+        forged.area = 2;
+        assert!(check_plan(&input, &forged).is_err());
+        let mut overlapping = plan;
+        overlapping.placed[2] = Some(Rect {
+            top: 0,
+            bot: 0,
+            lhs: 1,
+            rhs: 1,
+        });
+        assert!(check_plan(&input, &overlapping).is_err());
+    }
+}

@@ -1,0 +1,273 @@
+//! `nqueens`: count every placement of N non-attacking queens (INNCABS `nqueens`).
+//!
+//! The search places one queen per row. Down to row `cutoff`, every *valid*
+//! placement of the next queen becomes its own task ([`Executor::for_each_task`]),
+//! exactly the task structure of the INNCABS version, so a scheduler pays one
+//! task per search node there and the `spawn` executor one OS thread per node.
+//! Below the cutoff a plain sequential bitmask search counts the subtree.
+//!
+//! Each subtree adds its count to one shared counter once, when the task
+//! that searched it sequentially finishes, so the counter sees one update per
+//! cutoff-level task, not one per solution.
+//!
+//! The count is checked against the published solution counts (OEIS
+//! A000170), so a lost or doubled task is a wrong result, not a timing.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::executor::{Executor, ExecutorError};
+use crate::kernel::{
+    bad_param, timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel,
+    RunReport,
+};
+
+/// Number of solutions of the N-queens problem for N = 1, 2, … (OEIS A000170).
+const SOLUTION_COUNTS: [u64; 20] = [
+    1,
+    0,
+    0,
+    2,
+    10,
+    4,
+    40,
+    92,
+    352,
+    724,
+    2_680,
+    14_200,
+    73_712,
+    365_596,
+    2_279_184,
+    14_772_512,
+    95_815_104,
+    666_090_624,
+    4_968_057_848,
+    39_029_188_884,
+];
+
+/// The `nqueens` kernel.
+pub(crate) struct NQueens;
+
+impl Kernel for NQueens {
+    fn name(&self) -> &'static str {
+        "nqueens"
+    }
+
+    fn description(&self) -> &'static str {
+        "count all N-queens solutions; one task per valid placement down to the cutoff row"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        &[
+            ParamSpec {
+                name: "n",
+                default: "10",
+                help: "board size N (1..=20)",
+            },
+            ParamSpec {
+                name: "cutoff",
+                default: "4",
+                help: "rows placed as separate tasks; deeper rows are searched sequentially",
+            },
+        ]
+    }
+
+    fn is_default_suite(&self) -> bool {
+        true
+    }
+
+    fn small_params(&self) -> &'static [(&'static str, &'static str)] {
+        &[("n", "7"), ("cutoff", "3")]
+    }
+
+    fn prepare(
+        &self,
+        params: &Params,
+        _threads: usize,
+    ) -> Result<Box<dyn PreparedKernel>, KernelError> {
+        let n = params.get_usize(self, "n")?;
+        if !(1..=SOLUTION_COUNTS.len()).contains(&n) {
+            let reason = format!("N must be between 1 and {}", SOLUTION_COUNTS.len());
+            return Err(bad_param(self, "n", &n.to_string(), &reason));
+        }
+        let cutoff = params.get_usize(self, "cutoff")?;
+        Ok(Box::new(PreparedNQueens {
+            n,
+            cutoff: cutoff.min(n),
+        }))
+    }
+}
+
+struct PreparedNQueens {
+    n: usize,
+    cutoff: usize,
+}
+
+impl PreparedKernel for PreparedNQueens {
+    fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
+        let (counted, elapsed) = timed(exec, || count_solutions(exec, self.n, self.cutoff))?;
+        let solutions = counted?;
+        let expected = SOLUTION_COUNTS[self.n - 1];
+        if solutions != expected {
+            return Err(wrong_result(
+                "nqueens",
+                format!(
+                    "{solutions} solutions for N = {}, expected {expected}",
+                    self.n
+                ),
+            ));
+        }
+        Ok(RunReport {
+            elapsed,
+            metrics: vec![Metric::new("solutions", solutions as f64, "")],
+        })
+    }
+}
+
+/// Queens placed so far, as bit masks of the attacked columns and diagonals
+/// of the next row (bit `c` = column `c`).
+#[derive(Clone, Copy, Debug)]
+struct Board {
+    /// Bits `0..n` set.
+    full: u32,
+    /// Rows placed so far (the next queen goes in this row).
+    row: usize,
+    columns: u32,
+    /// Diagonals going down-left, shifted to the next row.
+    down_left: u32,
+    /// Diagonals going down-right, shifted to the next row.
+    down_right: u32,
+}
+
+impl Board {
+    fn empty(n: usize) -> Self {
+        Self {
+            full: if n >= 32 { u32::MAX } else { (1 << n) - 1 },
+            row: 0,
+            columns: 0,
+            down_left: 0,
+            down_right: 0,
+        }
+    }
+
+    fn is_complete(&self) -> bool {
+        self.columns == self.full
+    }
+
+    /// Columns where the next queen is not attacked.
+    fn free_columns(&self) -> u32 {
+        self.full & !(self.columns | self.down_left | self.down_right)
+    }
+
+    /// The board after placing the next queen on column bit `bit`.
+    fn place(&self, bit: u32) -> Self {
+        Self {
+            full: self.full,
+            row: self.row + 1,
+            columns: self.columns | bit,
+            down_left: ((self.down_left | bit) << 1) & self.full,
+            down_right: (self.down_right | bit) >> 1,
+        }
+    }
+
+    /// Every valid placement of the next queen.
+    fn children(&self) -> Vec<Board> {
+        let mut free = self.free_columns();
+        let mut children = Vec::with_capacity(free.count_ones() as usize);
+        while free != 0 {
+            let bit = free & free.wrapping_neg();
+            free ^= bit;
+            children.push(self.place(bit));
+        }
+        children
+    }
+}
+
+/// Solutions below `board`, searched on the calling thread.
+fn count_sequential(board: Board) -> u64 {
+    if board.is_complete() {
+        return 1;
+    }
+    let mut free = board.free_columns();
+    let mut count = 0;
+    while free != 0 {
+        let bit = free & free.wrapping_neg();
+        free ^= bit;
+        count += count_sequential(board.place(bit));
+    }
+    count
+}
+
+/// Number of solutions for an `n × n` board, with one task per valid
+/// placement in rows `0..cutoff`.
+fn count_solutions(exec: &dyn Executor, n: usize, cutoff: usize) -> Result<u64, ExecutorError> {
+    let total = AtomicU64::new(0);
+    count_below(exec, Board::empty(n), cutoff, &total)?;
+    Ok(total.into_inner())
+}
+
+fn count_below(
+    exec: &dyn Executor,
+    board: Board,
+    cutoff: usize,
+    total: &AtomicU64,
+) -> Result<(), ExecutorError> {
+    if board.row >= cutoff || board.is_complete() {
+        // Relaxed: only the sum matters, and the executor's wait for all
+        // tasks orders these adds before the final read.
+        total.fetch_add(count_sequential(board), Ordering::Relaxed);
+        return Ok(());
+    }
+    let children = board.children();
+    exec.for_each_task(children.len(), &|index| {
+        count_below(exec, children[index], cutoff, total)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::SeqExecutor;
+
+    #[test]
+    fn sequential_search_matches_the_published_counts() {
+        for (index, &expected) in SOLUTION_COUNTS.iter().take(10).enumerate() {
+            assert_eq!(
+                count_sequential(Board::empty(index + 1)),
+                expected,
+                "N = {}",
+                index + 1
+            );
+        }
+    }
+
+    #[test]
+    fn every_cutoff_gives_the_same_count() {
+        for cutoff in 0..=8 {
+            assert_eq!(count_solutions(&SeqExecutor::new(), 8, cutoff).unwrap(), 92);
+        }
+    }
+
+    #[test]
+    fn children_are_exactly_the_valid_placements() {
+        let board = Board::empty(4).place(1 << 1);
+        let columns: Vec<u32> = board
+            .children()
+            .iter()
+            .map(|c| c.columns & !board.columns)
+            .collect();
+        // A queen on column 1 of row 0 attacks columns 0, 1 and 2 of row 1.
+        assert_eq!(columns, vec![1 << 3]);
+    }
+
+    #[test]
+    fn out_of_range_n_is_a_bad_param() {
+        for n in ["0", "21", "x"] {
+            let params = Params::new().with("n", n);
+            assert!(matches!(
+                NQueens.prepare(&params, 1),
+                Err(KernelError::BadParam { .. })
+            ));
+        }
+    }
+}

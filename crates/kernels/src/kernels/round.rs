@@ -1,0 +1,409 @@
+//! `round`: dining philosophers around a round table (INNCABS `round`).
+//!
+//! `n` philosophers each eat `meals` times. Philosopher `i` needs fork `i`
+//! (left) and fork `(i + 1) % n` (right), one lock per fork. Everyone takes the
+//! left fork first; to avoid the classic deadlock when all hold their left
+//! fork, the right one is only *tried*, and on failure the left one is put
+//! back and the philosopher tries again (counted as a retry).
+//!
+//! The philosophers are spread round-robin over `p = min(n, threads)` tables
+//! run as tasks of [`Executor::for_each_task`]; a table serves its
+//! philosophers one meal at a time, so it never waits for a fork while
+//! holding one of its own. All tables meet at a start barrier before the first
+//! meal, so no table finishes before the last one starts. The barrier needs
+//! the executor to run the `p` tasks at the same time; an executor that runs
+//! them one after another would wait forever, so the barrier gives up after
+//! [`BARRIER_PATIENCE`] and the run is reported as an error instead.
+//!
+//! The lock is a parameter ([`LockKind`]): every lock implements [`ForkLock`],
+//! so adding the atomics crate's locks is one variant and one match arm.
+//!
+//! Validation: the meals eaten add up to `n · meals`, and every fork was used
+//! exactly `2 · meals` times (by its two neighbours). A fork's use counter is
+//! bumped with a plain load and store *while holding the lock*, so a lock that
+//! lets two philosophers in at once loses updates and fails the check; a flag
+//! per fork also counts every time a philosopher found its fork already in use.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use crate::executor::{Executor, ExecutorError};
+use crate::kernel::{
+    bad_param, timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel,
+    RunReport,
+};
+
+/// How long the start barrier waits for the other tables.
+pub(crate) const BARRIER_PATIENCE: Duration = Duration::from_secs(5);
+
+/// A mutual-exclusion lock usable as a fork.
+pub(crate) trait ForkLock: Default + Send + Sync {
+    /// Held fork; dropping it puts the fork back.
+    type Guard<'a>
+    where
+        Self: 'a;
+    /// Waits until the fork is free and takes it.
+    fn lock(&self) -> Self::Guard<'_>;
+    /// Takes the fork if it is free right now.
+    fn try_lock(&self) -> Option<Self::Guard<'_>>;
+}
+
+/// `std::sync::Mutex` as a fork.
+#[derive(Default)]
+pub(crate) struct StdMutexLock(Mutex<()>);
+
+impl ForkLock for StdMutexLock {
+    type Guard<'a> = MutexGuard<'a, ()>;
+
+    fn lock(&self) -> Self::Guard<'_> {
+        // A poisoned fork only means another philosopher panicked; the
+        // protected data is `()`, so the fork is still usable.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn try_lock(&self) -> Option<Self::Guard<'_>> {
+        match self.0.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+}
+
+/// The locks a run can use (`--lock`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LockKind {
+    /// `std::sync::Mutex`.
+    Std,
+}
+
+impl LockKind {
+    const ALL: [LockKind; 1] = [LockKind::Std];
+
+    fn name(self) -> &'static str {
+        match self {
+            LockKind::Std => "std",
+        }
+    }
+}
+
+/// The `round` kernel.
+pub(crate) struct Round;
+
+impl Kernel for Round {
+    fn name(&self) -> &'static str {
+        "round"
+    }
+
+    fn description(&self) -> &'static str {
+        "dining philosophers: n philosophers eat `meals` times, one lock per fork, left fork first"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        &[
+            ParamSpec {
+                name: "n",
+                default: "16",
+                help: "number of philosophers (at least 2)",
+            },
+            ParamSpec {
+                name: "meals",
+                default: "2000",
+                help: "meals each philosopher eats",
+            },
+            ParamSpec {
+                name: "lock",
+                default: "std",
+                help: "fork lock: std (std::sync::Mutex)",
+            },
+        ]
+    }
+
+    fn is_default_suite(&self) -> bool {
+        true
+    }
+
+    fn small_params(&self) -> &'static [(&'static str, &'static str)] {
+        &[("n", "5"), ("meals", "50")]
+    }
+
+    fn prepare(
+        &self,
+        params: &Params,
+        _threads: usize,
+    ) -> Result<Box<dyn PreparedKernel>, KernelError> {
+        let philosophers = params.get_usize(self, "n")?;
+        if philosophers < 2 {
+            let reason = "a round table needs at least 2 philosophers (one has a single fork)";
+            return Err(bad_param(self, "n", &philosophers.to_string(), reason));
+        }
+        let meals = params.get_usize(self, "meals")? as u64;
+        let names = LockKind::ALL.map(LockKind::name);
+        let chosen = params.get_choice(self, "lock", &names)?;
+        let lock = LockKind::ALL
+            .into_iter()
+            .find(|kind| kind.name() == chosen)
+            .unwrap_or(LockKind::Std);
+        Ok(Box::new(PreparedRound {
+            philosophers,
+            meals,
+            lock,
+        }))
+    }
+}
+
+struct PreparedRound {
+    philosophers: usize,
+    meals: u64,
+    lock: LockKind,
+}
+
+impl PreparedKernel for PreparedRound {
+    fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
+        let (dinner, elapsed) = match self.lock {
+            LockKind::Std => timed(exec, || {
+                dine::<StdMutexLock>(exec, self.philosophers, self.meals)
+            })?,
+        };
+        let dinner = dinner?;
+        dinner.check(self.philosophers, self.meals)?;
+        Ok(RunReport {
+            elapsed,
+            metrics: vec![
+                Metric::new("meals", dinner.meals as f64, ""),
+                Metric::new("right-fork-retries", dinner.retries as f64, ""),
+            ],
+        })
+    }
+}
+
+/// One fork, on its own cache line so neighbouring forks do not share one.
+#[repr(align(64))]
+#[derive(Default)]
+struct Fork<L> {
+    lock: L,
+    /// Times this fork was picked up; only written while holding `lock`.
+    uses: AtomicU64,
+    /// Set while a philosopher holds the fork.
+    in_use: AtomicBool,
+}
+
+impl<L: ForkLock> Fork<L> {
+    /// Marks the fork used by the holder of its lock. The counter is bumped
+    /// with a separate load and store on purpose: under a correct lock no one
+    /// else writes it meanwhile; under a broken one, updates get lost.
+    fn take(&self, violations: &AtomicU64) {
+        // Relaxed everywhere: the lock itself orders the holders; these
+        // counters only *detect* a lock that fails to.
+        if self.in_use.swap(true, Ordering::Relaxed) {
+            violations.fetch_add(1, Ordering::Relaxed);
+        }
+        let uses = self.uses.load(Ordering::Relaxed);
+        self.uses.store(uses + 1, Ordering::Relaxed);
+    }
+
+    fn put_back(&self) {
+        self.in_use.store(false, Ordering::Relaxed);
+    }
+}
+
+/// What happened at the table.
+#[derive(Debug)]
+struct Dinner {
+    meals: u64,
+    retries: u64,
+    fork_uses: Vec<u64>,
+    violations: u64,
+}
+
+impl Dinner {
+    fn check(&self, philosophers: usize, meals: u64) -> Result<(), KernelError> {
+        let expected = philosophers as u64 * meals;
+        if self.meals != expected {
+            return Err(wrong_result(
+                "round",
+                format!("{} meals eaten, expected {expected}", self.meals),
+            ));
+        }
+        if self.violations != 0 {
+            return Err(wrong_result(
+                "round",
+                format!(
+                    "{} times a fork was taken while already in use",
+                    self.violations
+                ),
+            ));
+        }
+        if let Some((fork, uses)) = self
+            .fork_uses
+            .iter()
+            .enumerate()
+            .find(|(_, &uses)| uses != 2 * meals)
+        {
+            return Err(wrong_result(
+                "round",
+                format!("fork {fork} was used {uses} times, expected {}", 2 * meals),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A barrier for `parties` tasks that gives up after [`BARRIER_PATIENCE`].
+struct StartBarrier {
+    arrived: Mutex<usize>,
+    all_here: Condvar,
+    parties: usize,
+}
+
+impl StartBarrier {
+    fn new(parties: usize) -> Self {
+        Self {
+            arrived: Mutex::new(0),
+            all_here: Condvar::new(),
+            parties,
+        }
+    }
+
+    /// Waits until all parties arrived; `false` if that took too long.
+    fn wait(&self) -> bool {
+        let mut arrived = self.arrived.lock().unwrap_or_else(PoisonError::into_inner);
+        *arrived += 1;
+        if *arrived == self.parties {
+            self.all_here.notify_all();
+            return true;
+        }
+        let (arrived, _) = self
+            .all_here
+            .wait_timeout_while(arrived, BARRIER_PATIENCE, |arrived| *arrived < self.parties)
+            .unwrap_or_else(PoisonError::into_inner);
+        *arrived >= self.parties
+    }
+}
+
+/// Runs the dinner on `exec` with forks of lock type `L`.
+fn dine<L: ForkLock>(
+    exec: &dyn Executor,
+    philosophers: usize,
+    meals: u64,
+) -> Result<Dinner, KernelError> {
+    let forks: Vec<Fork<L>> = (0..philosophers).map(|_| Fork::default()).collect();
+    let tables = philosophers.min(exec.threads()).max(1);
+    let barrier = StartBarrier::new(tables);
+    let eaten = AtomicU64::new(0);
+    let retries = AtomicU64::new(0);
+    let violations = AtomicU64::new(0);
+    let late_tables = AtomicUsize::new(0);
+    exec.for_each_task(tables, &|table| {
+        if !barrier.wait() {
+            // Relaxed: read after the executor has joined every task.
+            late_tables.fetch_add(1, Ordering::Relaxed);
+        }
+        let (mut my_meals, mut my_retries) = (0, 0);
+        for _ in 0..meals {
+            for philosopher in (table..philosophers).step_by(tables) {
+                let left = &forks[philosopher];
+                let right = &forks[(philosopher + 1) % philosophers];
+                my_retries += eat(left, right, &violations);
+                my_meals += 1;
+            }
+        }
+        // Relaxed: totals are read after the executor has joined every task.
+        eaten.fetch_add(my_meals, Ordering::Relaxed);
+        retries.fetch_add(my_retries, Ordering::Relaxed);
+        Ok::<(), ExecutorError>(())
+    })?;
+    if late_tables.into_inner() != 0 {
+        return Err(wrong_result(
+            "round",
+            format!("the executor did not run the {tables} tables at the same time (the start barrier timed out)"),
+        ));
+    }
+    Ok(Dinner {
+        meals: eaten.into_inner(),
+        retries: retries.into_inner(),
+        fork_uses: forks
+            .into_iter()
+            .map(|fork| fork.uses.into_inner())
+            .collect(),
+        violations: violations.into_inner(),
+    })
+}
+
+/// One meal: left fork, then the right one if free (else put the left back
+/// and try again). Returns how many times the right fork was busy.
+fn eat<L: ForkLock>(left: &Fork<L>, right: &Fork<L>, violations: &AtomicU64) -> u64 {
+    let mut retries = 0;
+    loop {
+        let left_guard = left.lock.lock();
+        if let Some(right_guard) = right.lock.try_lock() {
+            left.take(violations);
+            right.take(violations);
+            std::hint::black_box((left, right));
+            right.put_back();
+            left.put_back();
+            drop(right_guard);
+            drop(left_guard);
+            return retries;
+        }
+        drop(left_guard);
+        retries += 1;
+        std::thread::yield_now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::SeqExecutor;
+
+    #[test]
+    fn sequential_dinner_validates() {
+        let dinner = dine::<StdMutexLock>(&SeqExecutor::new(), 5, 7).unwrap();
+        dinner.check(5, 7).unwrap();
+        assert_eq!(dinner.retries, 0);
+    }
+
+    #[test]
+    fn lost_meals_and_fork_uses_are_reported() {
+        let dinner = Dinner {
+            meals: 9,
+            retries: 0,
+            fork_uses: vec![4, 4],
+            violations: 0,
+        };
+        assert!(dinner.check(2, 5).is_err());
+        let dinner = Dinner {
+            meals: 10,
+            retries: 0,
+            fork_uses: vec![10, 9],
+            violations: 0,
+        };
+        assert!(dinner.check(2, 5).is_err());
+    }
+
+    #[test]
+    fn taking_a_fork_in_use_is_a_violation() {
+        let fork = Fork::<StdMutexLock>::default();
+        let violations = AtomicU64::new(0);
+        fork.take(&violations);
+        fork.take(&violations);
+        assert_eq!(violations.load(Ordering::Relaxed), 1);
+        fork.put_back();
+        fork.take(&violations);
+        assert_eq!((violations.into_inner(), fork.uses.into_inner()), (1, 3));
+    }
+
+    #[test]
+    fn a_single_philosopher_is_a_bad_param() {
+        let params = Params::new().with("n", "1");
+        assert!(matches!(
+            Round.prepare(&params, 1),
+            Err(KernelError::BadParam { .. })
+        ));
+        let params = Params::new().with("lock", "tas");
+        let error = Round.prepare(&params, 1).err().unwrap().to_string();
+        assert!(error.contains("std"), "{error}");
+    }
+}
