@@ -9,7 +9,6 @@ use std::time::Duration;
 use crate::error::BuildError;
 use crate::pool::ThreadPool;
 use crate::registry::Registry;
-use crate::timer;
 
 /// The environment variable that sets the default number of threads (like `RAYON_NUM_THREADS`).
 pub const NUM_THREADS_ENV: &str = "PARBENCH_NUM_THREADS";
@@ -302,9 +301,4 @@ fn resolve_pinning(
     Ok(Some(
         (0..num_threads).map(|i| cpus[i % cpus.len()]).collect(),
     ))
-}
-
-/// Ticks of a duration, for the registry.
-pub(crate) fn ticks(duration: Duration) -> u64 {
-    timer::duration_to_ticks(duration)
 }

@@ -18,6 +18,9 @@ where
     RA: Send,
     RB: Send,
 {
+    if crate::registry::must_run_sequentially() {
+        return (a(), b());
+    }
     registry.in_context(|ctx| {
         let job_b = StackJob::new(b);
         // SAFETY: `job_b` outlives its execution: below we either take it back or wait for its

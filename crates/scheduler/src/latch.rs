@@ -149,60 +149,67 @@ impl CountNode {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
+    use loom::cell::UnsafeCell;
     use loom::sync::Arc;
+
+    /// One plain (non-atomic) result slot per piece: loom reports a data race if the waiter's
+    /// reads are not ordered after every piece's write by the completion protocol.
+    struct Results([UnsafeCell<usize>; 3]);
+    // SAFETY: test-only; loom checks every access for races.
+    unsafe impl Sync for Results {}
 
     struct SendPtr(*const CountNode);
     // SAFETY: test-only wrapper; the protocol keeps the node alive while the count is held.
     unsafe impl Send for SendPtr {}
 
-    /// Two children under a root, one child with an extra piece completed on a third thread:
-    /// the latch is set exactly after every piece completed, and work is visible to the waiter.
+    /// A child node under the root whose own piece and one extra piece (its balancing task)
+    /// complete on two other threads while the caller completes its own piece: the latch is set
+    /// only after every piece, the child node is freed exactly once (no double complete), and the
+    /// work of all pieces is visible to the waiter.
     #[test]
     fn loom_completion_tree_sets_latch_after_all_work() {
-        loom::model(|| {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.check(|| {
             let latch = Latch::new();
-            let work = Arc::new(AtomicUsize::new(0));
+            let work = Arc::new(Results([
+                UnsafeCell::new(0),
+                UnsafeCell::new(0),
+                UnsafeCell::new(0),
+            ]));
             let root = CountNode::root(&latch);
-            root.add(2);
-            let root_ptr = &root as *const CountNode;
+            root.add(1);
+            let child = CountNode::child(&root);
+            // SAFETY: the child's initial count is held until handed to the first thread.
+            unsafe { (*child).add(1) };
             let mut handles = Vec::new();
-            for extra in [false, true] {
-                let parent = SendPtr(root_ptr);
+            for piece in 0..2 {
+                let node = SendPtr(child);
                 let work = work.clone();
                 handles.push(thread::spawn(move || {
-                    let parent = parent;
-                    let node = CountNode::child(parent.0);
-                    let mut inner = None;
-                    if extra {
-                        // SAFETY: we hold the node's initial count.
-                        unsafe { (*node).add(1) };
-                        let ptr = SendPtr(node);
-                        let work = work.clone();
-                        inner = Some(thread::spawn(move || {
-                            let ptr = ptr;
-                            work.fetch_add(1, Ordering::Relaxed);
-                            // SAFETY: this thread holds the extra count.
-                            unsafe { CountNode::complete(ptr.0) };
-                        }));
-                    }
-                    work.fetch_add(1, Ordering::Relaxed);
-                    // SAFETY: we hold the initial count.
-                    unsafe { CountNode::complete(node) };
-                    if let Some(h) = inner {
-                        h.join().unwrap();
-                    }
+                    let node = node;
+                    // SAFETY: each piece writes only its own slot.
+                    work.0[piece].with_mut(|slot| unsafe { *slot = piece + 1 });
+                    // SAFETY: each thread holds one of the child's two counts.
+                    unsafe { CountNode::complete(node.0) };
                 }));
             }
-            // The caller's own piece.
-            work.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: the caller's piece writes only its own slot.
+            work.0[2].with_mut(|slot| unsafe { *slot = 3 });
             // SAFETY: the caller holds the root's initial count.
-            unsafe { CountNode::complete(root_ptr) };
+            unsafe { CountNode::complete(&root) };
             while !latch.probe() {
                 thread::park();
             }
-            assert_eq!(work.load(Ordering::Relaxed), 4);
-            for h in handles {
-                h.join().unwrap();
+            // SAFETY: after the latch, all writers are done (loom checks exactly this).
+            let total: usize = work
+                .0
+                .iter()
+                .map(|cell| cell.with(|slot| unsafe { *slot }))
+                .sum();
+            assert_eq!(total, 6);
+            for handle in handles {
+                handle.join().unwrap();
             }
         });
     }

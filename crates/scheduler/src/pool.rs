@@ -10,7 +10,6 @@ use crate::job::HeapJob;
 use crate::registry::Registry;
 use crate::scope::Scope;
 use crate::strategy::{Body, Strategy, run_loop};
-use crate::timer;
 
 /// A work-stealing thread pool whose parallel loops use the tree distribution by default.
 ///
@@ -91,7 +90,7 @@ impl ThreadPool {
     /// assert!(pool.timespan() > std::time::Duration::ZERO);
     /// ```
     pub fn timespan(&self) -> Duration {
-        timer::ticks_to_duration(self.registry.timespan_ticks())
+        self.registry.timespan()
     }
 
     /// Sets the tree strategy's timespan for later calls.
@@ -103,8 +102,7 @@ impl ThreadPool {
     /// assert_eq!(pool.timespan(), Duration::from_micros(50));
     /// ```
     pub fn set_timespan(&self, timespan: Duration) {
-        self.registry
-            .set_timespan_ticks(crate::builder::ticks(timespan));
+        self.registry.set_timespan(timespan);
     }
 
     /// Runs `task` on some worker, detached. From a worker it goes on that worker's own deque

@@ -39,9 +39,29 @@ pub(crate) struct WorkerCtx<'r> {
     rng: Cell<u64>,
 }
 
+/// Nested waits beyond which a waiting thread stops stealing other threads' tasks.
+///
+/// A thread waiting for a call helps by executing tasks; a stolen task may start a nested call
+/// whose wait steals again, and so on — with many concurrent nested calls the stack would grow
+/// without bound. Past this depth a waiting thread only runs tasks from its own deque and inbox
+/// (which belong to calls already on its stack or were handed to it), so the depth stays bounded
+/// by the program's own nesting. That cannot deadlock: every queued task is still taken by its
+/// owner, at any depth.
+/// Nested waits beyond which new parallel calls on a thread run sequentially.
+///
+/// A thread waiting for a call helps by executing other tasks; such a task may start a nested
+/// call whose wait helps again, and so on: with many concurrent nested calls, one thread can end
+/// up with every pending outer iteration on its stack (the "leapfrogging" that overflows stacks
+/// in work-stealing pools). Like OpenMP's `max-active-levels`, a call started while this many
+/// waits are already on the thread's stack runs on that thread alone. That bounds the stack, and
+/// cannot deadlock: a sequential call waits for nobody.
+pub(crate) const MAX_NESTED_WAITS: u32 = 16;
+
 thread_local! {
     /// The context of the pool operation this thread is inside, if any.
     static CURRENT: Cell<*const WorkerCtx<'static>> = const { Cell::new(ptr::null()) };
+    /// How many waits for a latch are on this thread's stack.
+    static WAIT_DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
 /// A deque an outside thread borrows for the duration of its outermost call.
@@ -66,6 +86,8 @@ pub(crate) struct Registry {
     terminate: AtomicBool,
     spin_ticks: u64,
     timespan_ticks: AtomicU64,
+    /// The same timespan as set, for reporting without tick-conversion rounding.
+    timespan_nanos: AtomicU64,
 }
 
 impl Registry {
@@ -96,6 +118,7 @@ impl Registry {
             terminate: AtomicBool::new(false),
             spin_ticks: timer::duration_to_ticks(spin_before_park),
             timespan_ticks: AtomicU64::new(0),
+            timespan_nanos: AtomicU64::new(0),
         };
         (registry, deques)
     }
@@ -109,8 +132,16 @@ impl Registry {
         self.timespan_ticks.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn set_timespan_ticks(&self, ticks: u64) {
-        self.timespan_ticks.store(ticks, Ordering::Relaxed);
+    /// The timespan as it was set.
+    pub(crate) fn timespan(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.timespan_nanos.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn set_timespan(&self, timespan: std::time::Duration) {
+        let nanos = u64::try_from(timespan.as_nanos()).unwrap_or(u64::MAX);
+        self.timespan_nanos.store(nanos, Ordering::Relaxed);
+        self.timespan_ticks
+            .store(timer::duration_to_ticks(timespan), Ordering::Relaxed);
     }
 
     /// The index of the calling thread if it is a worker of this pool.
@@ -243,6 +274,12 @@ impl Registry {
     }
 }
 
+/// Whether a parallel call started now on this thread must run sequentially (see
+/// [`MAX_NESTED_WAITS`]).
+pub(crate) fn must_run_sequentially() -> bool {
+    WAIT_DEPTH.get() >= MAX_NESTED_WAITS
+}
+
 /// Runs `f` with the context of the operation the calling thread is inside.
 ///
 /// Jobs are only ever executed from inside a context (a worker's loop, or a caller waiting for its
@@ -303,7 +340,7 @@ impl<'r> WorkerCtx<'r> {
         }
     }
 
-    /// Pushes a stealable task on this context's own deque (no wake-up; see `sleep.rs`).
+    /// Pushes a stealable task on this context's own deque without waking anybody.
     #[inline]
     pub(crate) fn push_local(&self, job: JobRef) {
         self.deque.push(job);
@@ -420,6 +457,17 @@ impl<'r> WorkerCtx<'r> {
 
     /// Executes tasks until `latch` is set.
     pub(crate) fn wait_for(&self, latch: &Latch) {
+        if latch.probe() {
+            return;
+        }
+        struct Depth;
+        impl Drop for Depth {
+            fn drop(&mut self) {
+                WAIT_DEPTH.set(WAIT_DEPTH.get() - 1);
+            }
+        }
+        WAIT_DEPTH.set(WAIT_DEPTH.get() + 1);
+        let _depth = Depth;
         self.wait_until(&|| latch.probe());
     }
 }

@@ -55,11 +55,24 @@ struct ScopeRef<'scope>(*const Scope<'scope>);
 unsafe impl Send for ScopeRef<'_> {}
 
 impl<'scope> Scope<'scope> {
+    /// Runs a task, keeping its panic (the first of the scope) for `scope` to re-raise.
+    fn run_task<F: FnOnce(&Scope<'scope>)>(&self, task: F) {
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| task(self))) {
+            let mut first = self.panic.lock().unwrap_or_else(|e| e.into_inner());
+            first.get_or_insert(payload);
+        }
+    }
+
     /// Spawns a task that may borrow anything that outlives the scope.
     pub fn spawn<F>(&self, task: F)
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
+        if crate::registry::must_run_sequentially() {
+            // Too deeply nested to queue more work (see `MAX_NESTED_WAITS`): run it here.
+            self.run_task(task);
+            return;
+        }
         self.node.add(1);
         let this = ScopeRef(self);
         let run = move || {
@@ -67,10 +80,7 @@ impl<'scope> Scope<'scope> {
             // SAFETY: the job holds a count of the scope's node, so `scope` waits for it before
             // the scope (and anything the task borrows) goes away.
             let scope = unsafe { &*this.0 };
-            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| task(scope))) {
-                let mut first = scope.panic.lock().unwrap_or_else(|e| e.into_inner());
-                first.get_or_insert(payload);
-            }
+            scope.run_task(task);
             // SAFETY: releases the count taken in `spawn`.
             unsafe { CountNode::complete(&scope.node) };
         };

@@ -7,9 +7,9 @@
 //!   how the tree distribution hands a share to a child;
 //! * `spawn`, `join` and the `Simple` strategy push a stealable task and wake *one* sleeping worker,
 //!   because nobody else is known to be looking for it;
-//! * balancing tasks of the tree strategy are pushed without a wake-up: every thread that could
-//!   steal them was itself handed a share of the same call, so it is awake, and waking an idle
-//!   worker would only put one more runnable thread on cores that are already busy.
+//! * the tree strategy's balancing tasks wake one sleeping worker per batch of pieces: the
+//!   threads of the call normally are awake, but one that finished its share early may already
+//!   have parked.
 //!
 //! No wake-up is lost: a sleeper first announces itself (`asleep = true`, then the `sleeping`
 //! count, both `SeqCst`) and only then re-checks every queue; a waker first pushes, then issues a

@@ -304,6 +304,13 @@ pub(crate) fn run_loop(
     if range.is_empty() {
         return;
     }
+    if crate::registry::must_run_sequentially() {
+        match body {
+            Body::Index(body) => range.for_each(body),
+            Body::Chunks(body) => body(range),
+        }
+        return;
+    }
     let panic = registry.in_context(|ctx| {
         let call = LoopCall::new(ctx, body);
         let latch = Latch::new();

@@ -211,6 +211,7 @@ fn balance<'a>(
     grain: usize,
 ) {
     let mut range = range;
+    let mut pushed = false;
     while range.len() >= 2 * grain && !call.stopped() {
         let mid = range.start + range.len() / 2;
         let upper = mid..range.end;
@@ -218,7 +219,14 @@ fn balance<'a>(
         // SAFETY: the job holds the count just added; `call` lives until the root latch is set.
         let job = unsafe { counted_job(node, move |ctx| balance(ctx, call, node, upper, grain)) };
         ctx.push_local(job);
+        pushed = true;
         range.end = mid;
+    }
+    if pushed {
+        // A thread that finished its share early may have parked already (its spin window can be
+        // shorter than this thread's timespan plus one slow iteration): wake one sleeper, once
+        // per batch of pieces.
+        ctx.registry.sleep.wake_one();
     }
     call.run(range);
 }

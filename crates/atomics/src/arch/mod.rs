@@ -1,0 +1,196 @@
+//! The read-modify-write instructions of each backend, one file per architecture and backend.
+//!
+//! A backend is a type implementing [`AtomicOps`]: acquire swap, acquire compare-and-swap
+//! (general and against zero), acquire fetch-add, release store, and the counter's
+//! acquire-release 64-bit fetch-add. The lock algorithms (`tas.rs`, `ttas.rs`, `ticket.rs`) and the counter are written
+//! once, generic over `AtomicOps`, and each backend file instantiates all of them with
+//! [`entry_points!`]. The instantiations are the crate's *entry points*:
+//!
+//! - `#[inline(never)]` with a stable symbol `parbench_atomics_<backend>_<operation>` (for example
+//!   `parbench_atomics_lse_tas_lock`), so `scripts/test-aarch64.sh` can find each lock × backend
+//!   function in `objdump -d` and count its instructions;
+//! - the primitives and algorithms are `#[inline(always)]`, so each entry point contains its
+//!   backend's instructions directly rather than calls to them;
+//! - the LSE entry points carry `#[target_feature(enable = "lse")]` (the assembler rejects LSE
+//!   mnemonics anywhere else) and are `unsafe`: they are reached only through [`dispatch!`] with a
+//!   [`Detected::Lse`](crate::backend::Detected) value, which exists only after run-time detection.
+
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+#[cfg(target_arch = "aarch64")]
+pub(crate) mod aarch64_llsc;
+#[cfg(target_arch = "aarch64")]
+pub(crate) mod aarch64_lse;
+pub(crate) mod portable;
+
+/// The atomic primitives one backend provides; orderings are part of each method's contract.
+///
+/// # Safety
+///
+/// Implementations must perform each operation atomically with at least the stated ordering.
+/// Callers of the methods must make sure the CPU supports the implementation's instructions.
+pub(crate) unsafe trait AtomicOps {
+    /// Stores `new`, returns the previous value; acquire ordering.
+    ///
+    /// # Safety
+    /// The CPU supports the implementor's instructions.
+    unsafe fn swap_acquire(word: &AtomicU32, new: u32) -> u32;
+
+    /// Stores `new` if the value equals `expected`; returns the previous value either way
+    /// (success means the result equals `expected`); acquire ordering on success.
+    ///
+    /// # Safety
+    /// The CPU supports the implementor's instructions.
+    unsafe fn compare_swap_acquire(word: &AtomicU32, expected: u32, new: u32) -> u32;
+
+    /// [`compare_swap_acquire`](Self::compare_swap_acquire) with `expected == 0`: the TTAS
+    /// lock's take. LL/SC overrides it to test with `CBNZ` as in the study's listing 2.1.
+    ///
+    /// # Safety
+    /// The CPU supports the implementor's instructions.
+    #[inline(always)]
+    unsafe fn compare_zero_swap_acquire(word: &AtomicU32, new: u32) -> u32 {
+        // SAFETY: forwarded contract.
+        unsafe { Self::compare_swap_acquire(word, 0, new) }
+    }
+
+    /// Adds `addend` (wrapping), returns the previous value; acquire ordering.
+    ///
+    /// # Safety
+    /// The CPU supports the implementor's instructions.
+    unsafe fn fetch_add_acquire(word: &AtomicU32, addend: u32) -> u32;
+
+    /// Stores `value` with release ordering.
+    ///
+    /// # Safety
+    /// The CPU supports the implementor's instructions.
+    unsafe fn store_release(word: &AtomicU32, value: u32);
+
+    /// Adds `addend` (wrapping), returns the previous value; acquire-release ordering.
+    ///
+    /// # Safety
+    /// The CPU supports the implementor's instructions.
+    unsafe fn fetch_add_acq_rel(counter: &AtomicU64, addend: u64) -> u64;
+}
+
+/// Instantiates every lock algorithm and the counter for one backend as non-inlined entry points
+/// named `<prefix><operation>`; extra attributes (the LSE target feature) go on each of them.
+macro_rules! entry_points {
+    ($ops:ty, $prefix:literal $(, #[$feature:meta])*) => {
+        /// Test-and-set acquire. # Safety: the CPU supports this backend.
+        $(#[$feature])*
+        #[inline(never)]
+        #[export_name = concat!($prefix, "tas_lock")]
+        pub(crate) unsafe fn tas_lock(word: &std::sync::atomic::AtomicU32) {
+            // SAFETY: the caller guarantees the CPU supports this backend.
+            unsafe { crate::tas::lock::<$ops>(word) }
+        }
+
+        /// Test-and-set try-acquire. # Safety: the CPU supports this backend.
+        $(#[$feature])*
+        #[inline(never)]
+        #[export_name = concat!($prefix, "tas_try_lock")]
+        pub(crate) unsafe fn tas_try_lock(word: &std::sync::atomic::AtomicU32) -> bool {
+            // SAFETY: the caller guarantees the CPU supports this backend.
+            unsafe { crate::tas::try_lock::<$ops>(word) }
+        }
+
+        /// Test-and-test-and-set acquire. # Safety: the CPU supports this backend.
+        $(#[$feature])*
+        #[inline(never)]
+        #[export_name = concat!($prefix, "ttas_lock")]
+        pub(crate) unsafe fn ttas_lock(word: &std::sync::atomic::AtomicU32) {
+            // SAFETY: the caller guarantees the CPU supports this backend.
+            unsafe { crate::ttas::lock::<$ops>(word) }
+        }
+
+        /// Test-and-test-and-set try-acquire. # Safety: the CPU supports this backend.
+        $(#[$feature])*
+        #[inline(never)]
+        #[export_name = concat!($prefix, "ttas_try_lock")]
+        pub(crate) unsafe fn ttas_try_lock(word: &std::sync::atomic::AtomicU32) -> bool {
+            // SAFETY: the caller guarantees the CPU supports this backend.
+            unsafe { crate::ttas::try_lock::<$ops>(word) }
+        }
+
+        /// Release of a TAS or TTAS lock word. # Safety: the CPU supports this backend.
+        $(#[$feature])*
+        #[inline(never)]
+        #[export_name = concat!($prefix, "word_unlock")]
+        pub(crate) unsafe fn word_unlock(word: &std::sync::atomic::AtomicU32) {
+            // SAFETY: the caller guarantees the CPU supports this backend.
+            unsafe { <$ops as crate::arch::AtomicOps>::store_release(word, 0) }
+        }
+
+        /// Ticket acquire. # Safety: the CPU supports this backend.
+        $(#[$feature])*
+        #[inline(never)]
+        #[export_name = concat!($prefix, "ticket_lock")]
+        pub(crate) unsafe fn ticket_lock(
+            next: &std::sync::atomic::AtomicU32,
+            serving: &std::sync::atomic::AtomicU32,
+        ) {
+            // SAFETY: the caller guarantees the CPU supports this backend.
+            unsafe { crate::ticket::lock::<$ops>(next, serving) }
+        }
+
+        /// Ticket try-acquire. # Safety: the CPU supports this backend.
+        $(#[$feature])*
+        #[inline(never)]
+        #[export_name = concat!($prefix, "ticket_try_lock")]
+        pub(crate) unsafe fn ticket_try_lock(
+            next: &std::sync::atomic::AtomicU32,
+            serving: &std::sync::atomic::AtomicU32,
+        ) -> bool {
+            // SAFETY: the caller guarantees the CPU supports this backend.
+            unsafe { crate::ticket::try_lock::<$ops>(next, serving) }
+        }
+
+        /// Ticket release. # Safety: the CPU supports this backend; the caller holds the lock.
+        $(#[$feature])*
+        #[inline(never)]
+        #[export_name = concat!($prefix, "ticket_unlock")]
+        pub(crate) unsafe fn ticket_unlock(serving: &std::sync::atomic::AtomicU32) {
+            // SAFETY: the caller guarantees the CPU supports this backend and holds the lock.
+            unsafe { crate::ticket::unlock::<$ops>(serving) }
+        }
+
+        /// Counter fetch-add. # Safety: the CPU supports this backend.
+        $(#[$feature])*
+        #[inline(never)]
+        #[export_name = concat!($prefix, "counter_fetch_add")]
+        pub(crate) unsafe fn counter_fetch_add(
+            counter: &std::sync::atomic::AtomicU64,
+            addend: u64,
+        ) -> u64 {
+            // SAFETY: the caller guarantees the CPU supports this backend.
+            unsafe { <$ops as crate::arch::AtomicOps>::fetch_add_acq_rel(counter, addend) }
+        }
+    };
+}
+pub(crate) use entry_points;
+
+/// Calls the entry point `$entry` of the backend a [`Detected`](crate::backend::Detected) value
+/// names. Every arm is `unsafe` because every entry point requires CPU support for its backend; the
+/// `Detected` value is the evidence of that support.
+macro_rules! dispatch {
+    ($detected:expr, $entry:ident($($arg:expr),* $(,)?)) => {
+        match $detected {
+            crate::backend::Detected::Portable => {
+                // SAFETY: the portable backend uses only instructions of the compilation target.
+                unsafe { crate::arch::portable::$entry($($arg),*) }
+            }
+            #[cfg(target_arch = "aarch64")]
+            crate::backend::Detected::LlSc => {
+                // SAFETY: LL/SC uses only ARMv8.0 instructions, which every aarch64 CPU has.
+                unsafe { crate::arch::aarch64_llsc::$entry($($arg),*) }
+            }
+            #[cfg(target_arch = "aarch64")]
+            crate::backend::Detected::Lse => {
+                // SAFETY: `Detected::Lse` is created only after run-time detection found LSE.
+                unsafe { crate::arch::aarch64_lse::$entry($($arg),*) }
+            }
+        }
+    };
+}
+pub(crate) use dispatch;

@@ -1,0 +1,53 @@
+//! Portable backend: `core::sync::atomic`, whatever instructions the compiler picks.
+//!
+//! On x86-64 that is `xchg`, `lock cmpxchg` and `lock xadd` (every locked RMW is a full barrier
+//! there, so the orderings below cost nothing extra). On aarch64 Linux, Rust's default *outline
+//! atomics* turn each RMW into a call that chooses LSE or LL/SC at run time; use the explicit
+//! `lse`/`llsc` backends to know which one runs.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use super::AtomicOps;
+
+/// Marker type selecting `core::sync::atomic` operations.
+pub(crate) struct PortableOps;
+
+// SAFETY: each method is one `core::sync::atomic` operation with the ordering the trait states.
+unsafe impl AtomicOps for PortableOps {
+    #[inline(always)]
+    unsafe fn swap_acquire(word: &AtomicU32, new: u32) -> u32 {
+        // Acquire: taking a lock must order the critical section after the previous holder's
+        // release store.
+        word.swap(new, Ordering::Acquire)
+    }
+
+    #[inline(always)]
+    unsafe fn compare_swap_acquire(word: &AtomicU32, expected: u32, new: u32) -> u32 {
+        // Acquire on success, for the same reason as `swap_acquire`; a failed compare takes
+        // nothing, so Relaxed suffices there.
+        match word.compare_exchange(expected, new, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(previous) | Err(previous) => previous,
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn fetch_add_acquire(word: &AtomicU32, addend: u32) -> u32 {
+        // Acquire: the trait promises it (the ticket lock's take mirrors LSE's LDADDA).
+        word.fetch_add(addend, Ordering::Acquire)
+    }
+
+    #[inline(always)]
+    unsafe fn store_release(word: &AtomicU32, value: u32) {
+        // Release: publishes the critical section's writes to the next acquirer.
+        word.store(value, Ordering::Release);
+    }
+
+    #[inline(always)]
+    unsafe fn fetch_add_acq_rel(counter: &AtomicU64, addend: u64) -> u64 {
+        // AcqRel: a counter used as a completion count must publish the caller's earlier writes
+        // (release) and let the caller see writes of those who counted before (acquire).
+        counter.fetch_add(addend, Ordering::AcqRel)
+    }
+}
+
+super::entry_points!(PortableOps, "parbench_atomics_portable_");

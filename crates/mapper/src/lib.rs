@@ -1,0 +1,54 @@
+//! Topology, per-thread profiles and instruction-aware SMT thread mapping.
+//!
+//! Two threads on one SMT core slow each other down when they stress the same execution units
+//! and barely at all when their instruction mixes differ. This crate has the pieces to act on
+//! that, each in its own module:
+//!
+//! - [`topology`] — packages, NUMA nodes, cores and their PUs, from hwloc: this machine,
+//!   a synthetic description (`"pack:2 core:4 pu:2"`) or an XML export. Binding is a no-op on
+//!   the latter two ([`Topology::is_this_system`]).
+//! - [`mix`] — an [`InstructionMix`]: counts per [`InstrClass`] (fp, int, load-store, branch),
+//!   declared per SMT-bench kernel or assumed for NAS-like applications.
+//! - [`perf`] — per-thread perf-event counters: software events always, hardware events from a
+//!   per-family table, typed [`perf::ProfileError::Unsupported`] without a PMU; the latency study's
+//!   metrics and SMT-friendly rule; profile JSON.
+//! - [`mapping`] — thread → PU algorithms: instruction-aware (the study's Algorithm 1,
+//!   generalised), round-robin, compact, scatter, random, OS.
+//! - [`contention`](mod@contention) — a model scoring how much co-located threads' mixes overlap.
+//! - [`report`] — printable/serialisable results for the CLI (`map`).
+//! - [`scenarios`] — the study's co-scheduling scenarios A/B/C measured on real siblings.
+//!
+//! ```
+//! use parbench_mapper::{declared_kernel_mixes, map_report, Algorithm, Topology};
+//! let topology = Topology::synthetic("pack:1 core:4 pu:2")?;
+//! let kernels = declared_kernel_mixes(&["fp-add", "int-add", "fp-mul", "load-dep"])?;
+//! let report = map_report(&topology, &kernels, 8, Algorithm::InstructionAware, 100, 1)?;
+//! assert_eq!(report.comparison.score_of("instruction-aware"), Some(0.0));
+//! assert_eq!(report.comparison.score_of("round-robin"), Some(4.0));
+//! println!("{report}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(missing_docs)]
+
+pub mod contention;
+pub mod mapping;
+pub mod mix;
+pub mod perf;
+pub mod report;
+pub mod scenarios;
+pub mod topology;
+
+pub use contention::{contention, overlap, ContentionScore};
+pub use mapping::{declared_kernel_mixes, threads_in_blocks, Algorithm, MapError, Mapping};
+pub use mix::{nas_like_mixes, smt_bench_mixes, InstrClass, InstructionMix, NamedMix};
+pub use report::{
+    compare_on_model, map_report, study_report, AlgorithmScore, MapReport, ModelComparison,
+    RandomPlacements, ThreadPlacement,
+};
+pub use scenarios::{
+    run_scenarios, ScenarioError, ScenarioOutcome, ScenarioReport, ScenarioRow, Workload,
+};
+pub use topology::{
+    parse_topology_arg, Binding, Core, NumaNode, Package, Pu, Topology, TopologyError,
+    TopologySource,
+};

@@ -1,0 +1,454 @@
+//! Thread → PU mappings.
+//!
+//! A mapping takes one [`InstructionMix`] per software thread and a [`Topology`] and decides
+//! which processing unit each thread is pinned to. The algorithms differ only in *which PUs
+//! share a core*:
+//!
+//! - [`Algorithm::InstructionAware`] — the SMT study's Algorithm 1, generalised
+//!   (see [`instruction_aware`]): co-locate threads whose mixes stress different units.
+//! - [`Algorithm::RoundRobin`] — the study's baseline: PUs in OS-index order, so on machines whose
+//!   OS numbering keeps siblings adjacent, consecutive threads share a core.
+//! - [`Algorithm::Compact`] — PUs in topology (logical) order: fill a core's siblings, then the
+//!   next core, then the next package. Identical to `RoundRobin` whenever OS numbering follows
+//!   the hierarchy (all synthetic topologies without explicit `indexes=`).
+//! - [`Algorithm::Scatter`] — one thread per core (alternating packages) before any sibling.
+//! - [`Algorithm::Random`] — a seeded uniform placement, the model report's reference.
+//! - [`Algorithm::Os`] — no pinning; the scheduler of the operating system decides.
+//!
+//! Every pinned mapping uses each PU at most once; more threads than PUs is an error rather
+//! than silent oversubscription, because the contention model has no meaning for it.
+
+pub mod instruction_aware;
+mod placement;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::mix::{InstructionMix, NamedMix};
+use crate::topology::Topology;
+
+/// Errors while building a mapping or its inputs.
+///
+/// ```
+/// use parbench_mapper::{Algorithm, InstructionMix, MapError, Topology};
+/// let t = Topology::synthetic("core:1 pu:2")?;
+/// let err = Algorithm::Compact.map(&t, &[InstructionMix::default(); 3]).unwrap_err();
+/// assert_eq!(err.to_string(), "3 threads do not fit on 2 PUs (one thread per PU)");
+/// # Ok::<(), parbench_mapper::TopologyError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MapError {
+    /// Nothing to map.
+    #[error("the number of threads must be at least 1")]
+    NoThreads,
+    /// More threads than PUs.
+    #[error("{threads} threads do not fit on {pus} PUs (one thread per PU)")]
+    TooManyThreads {
+        /// Threads requested.
+        threads: usize,
+        /// PUs in the topology.
+        pus: usize,
+    },
+    /// An algorithm name that does not exist.
+    #[error("unknown mapping algorithm {name:?}; valid: {}", Algorithm::NAMES.join(", "))]
+    UnknownAlgorithm {
+        /// The name given.
+        name: String,
+    },
+    /// A kernel name without a declared instruction mix.
+    #[error("unknown kernel {name:?}; valid: {}", InstructionMix::declared_kernel_names().join(", "))]
+    UnknownKernel {
+        /// The name given.
+        name: String,
+    },
+    /// Fewer threads than workloads to give them to.
+    #[error("{threads} threads cannot run {workloads} workloads (need at least one thread each)")]
+    FewerThreadsThanWorkloads {
+        /// Threads requested.
+        threads: usize,
+        /// Workloads listed.
+        workloads: usize,
+    },
+}
+
+/// A mapping algorithm.
+///
+/// ```
+/// use parbench_mapper::Algorithm;
+/// assert_eq!("scatter".parse::<Algorithm>()?, Algorithm::Scatter);
+/// assert_eq!(Algorithm::InstructionAware.to_string(), "instruction-aware");
+/// assert!("fastest".parse::<Algorithm>().is_err());
+/// # Ok::<(), parbench_mapper::MapError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Algorithm {
+    /// Pair threads with complementary instruction mixes on each core.
+    InstructionAware,
+    /// PUs in OS-index order.
+    RoundRobin,
+    /// PUs in topology order (siblings first).
+    Compact,
+    /// One thread per core before any sibling.
+    Scatter,
+    /// A uniform random placement from a seed.
+    Random {
+        /// Seed of the deterministic generator.
+        seed: u64,
+    },
+    /// No pinning.
+    Os,
+}
+
+impl Algorithm {
+    /// Names accepted by [`str::parse`], in report order.
+    ///
+    /// ```
+    /// assert_eq!(parbench_mapper::Algorithm::NAMES[0], "instruction-aware");
+    /// ```
+    pub const NAMES: [&'static str; 5] = [
+        "instruction-aware",
+        "round-robin",
+        "compact",
+        "scatter",
+        "os",
+    ];
+
+    /// The named (non-random) algorithms, in report order.
+    ///
+    /// ```
+    /// use parbench_mapper::Algorithm;
+    /// let names: Vec<String> = Algorithm::NAMED.iter().map(|a| a.to_string()).collect();
+    /// assert_eq!(names, Algorithm::NAMES);
+    /// ```
+    pub const NAMED: [Algorithm; 5] = [
+        Algorithm::InstructionAware,
+        Algorithm::RoundRobin,
+        Algorithm::Compact,
+        Algorithm::Scatter,
+        Algorithm::Os,
+    ];
+
+    /// Maps one thread per entry of `mixes` onto `topology`.
+    ///
+    /// # Errors
+    /// [`MapError::NoThreads`] for an empty slice, [`MapError::TooManyThreads`] when the threads
+    /// outnumber the PUs (not checked for [`Algorithm::Os`], which pins nothing).
+    ///
+    /// ```
+    /// use parbench_mapper::{Algorithm, InstructionMix, Topology};
+    /// let t = Topology::synthetic("core:2 pu:2")?;
+    /// let mixes = vec![InstructionMix::default(); 3];
+    /// let mapping = Algorithm::Scatter.map(&t, &mixes)?;
+    /// assert_eq!(mapping.pus(), &[Some(0), Some(2), Some(1)]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn map(self, topology: &Topology, mixes: &[InstructionMix]) -> Result<Mapping, MapError> {
+        let threads = mixes.len();
+        if threads == 0 {
+            return Err(MapError::NoThreads);
+        }
+        if self == Algorithm::Os {
+            return Ok(Mapping {
+                algorithm: self,
+                pus: vec![None; threads],
+            });
+        }
+        let available = topology.pus().len();
+        if threads > available {
+            return Err(MapError::TooManyThreads {
+                threads,
+                pus: available,
+            });
+        }
+        let order: Vec<usize> = match self {
+            Algorithm::InstructionAware => instruction_aware::map(topology, mixes),
+            Algorithm::RoundRobin => placement::os_order(topology),
+            Algorithm::Compact => placement::logical_order(topology),
+            Algorithm::Scatter => placement::scatter_order(topology),
+            Algorithm::Random { seed } => placement::random_order(topology, seed),
+            Algorithm::Os => Vec::new(),
+        };
+        Ok(Mapping {
+            algorithm: self,
+            pus: order.into_iter().take(threads).map(Some).collect(),
+        })
+    }
+}
+
+impl std::str::FromStr for Algorithm {
+    type Err = MapError;
+
+    fn from_str(name: &str) -> Result<Self, MapError> {
+        Algorithm::NAMED
+            .into_iter()
+            .find(|algorithm| algorithm.to_string() == name)
+            .ok_or_else(|| MapError::UnknownAlgorithm {
+                name: name.to_owned(),
+            })
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Algorithm::InstructionAware => f.write_str("instruction-aware"),
+            Algorithm::RoundRobin => f.write_str("round-robin"),
+            Algorithm::Compact => f.write_str("compact"),
+            Algorithm::Scatter => f.write_str("scatter"),
+            Algorithm::Random { seed } => write!(f, "random(seed {seed})"),
+            Algorithm::Os => f.write_str("os"),
+        }
+    }
+}
+
+/// Which PU (logical index into [`Topology::pus`]) each thread runs on; `None` = not pinned.
+///
+/// ```
+/// use parbench_mapper::{Algorithm, InstructionMix, Topology};
+/// let t = Topology::synthetic("core:2 pu:2(indexes=0,2,1,3)")?;
+/// let mapping = Algorithm::Compact.map(&t, &[InstructionMix::default(); 2])?;
+/// assert_eq!(mapping.pus(), &[Some(0), Some(1)]);
+/// assert_eq!(mapping.cpu_list(&t), Some(vec![0, 2]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mapping {
+    algorithm: Algorithm,
+    pus: Vec<Option<usize>>,
+}
+
+impl Mapping {
+    /// The algorithm that produced this mapping.
+    ///
+    /// ```
+    /// use parbench_mapper::{Algorithm, InstructionMix, Topology};
+    /// let t = Topology::synthetic("core:1 pu:1")?;
+    /// assert_eq!(Algorithm::Os.map(&t, &[InstructionMix::default()])?.algorithm(), Algorithm::Os);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// Per thread, its PU's logical index, or `None` when the OS places it.
+    ///
+    /// ```
+    /// use parbench_mapper::{Algorithm, InstructionMix, Topology};
+    /// let t = Topology::synthetic("core:2 pu:1")?;
+    /// assert_eq!(Algorithm::Os.map(&t, &[InstructionMix::default()])?.pus(), &[None]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pus(&self) -> &[Option<usize>] {
+        &self.pus
+    }
+
+    /// The OS CPU numbers in thread order, ready for parbench-scheduler's
+    /// `Pinning::Cpus(Vec<usize>)` or `taskset`; `None` for an unpinned ([`Algorithm::Os`]) mapping.
+    /// Only meaningful for a topology that [is this system](Topology::is_this_system).
+    ///
+    /// ```
+    /// use parbench_mapper::{Algorithm, InstructionMix, Topology};
+    /// let t = Topology::synthetic("core:2 pu:2")?;
+    /// let mapping = Algorithm::RoundRobin.map(&t, &[InstructionMix::default(); 3])?;
+    /// assert_eq!(mapping.cpu_list(&t), Some(vec![0, 1, 2]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cpu_list(&self, topology: &Topology) -> Option<Vec<usize>> {
+        self.pus
+            .iter()
+            .map(|pu| pu.and_then(|pu| topology.pus().get(pu).map(|found| found.os_index)))
+            .collect()
+    }
+}
+
+/// Expands workloads into one mix per thread: `threads` threads split into contiguous blocks,
+/// one block per workload (the first `threads % workloads` blocks get one extra thread), as an
+/// application's team of threads has consecutive ids.
+///
+/// # Errors
+/// [`MapError::NoThreads`] for zero threads, [`MapError::FewerThreadsThanWorkloads`] when some
+/// workload would get no thread.
+///
+/// ```
+/// use parbench_mapper::{smt_bench_mixes, threads_in_blocks};
+/// let mixes = smt_bench_mixes();
+/// let threads = threads_in_blocks(&mixes[..2], 5)?;
+/// let names: Vec<&str> = threads.iter().map(|t| t.name.as_str()).collect();
+/// assert_eq!(names, ["fp-add", "fp-add", "fp-add", "fp-mul", "fp-mul"]);
+/// # Ok::<(), parbench_mapper::MapError>(())
+/// ```
+pub fn threads_in_blocks(
+    workloads: &[NamedMix],
+    threads: usize,
+) -> Result<Vec<NamedMix>, MapError> {
+    if threads == 0 {
+        return Err(MapError::NoThreads);
+    }
+    if threads < workloads.len() || workloads.is_empty() {
+        return Err(MapError::FewerThreadsThanWorkloads {
+            threads,
+            workloads: workloads.len(),
+        });
+    }
+    let base = threads / workloads.len();
+    let extra = threads % workloads.len();
+    Ok(workloads
+        .iter()
+        .enumerate()
+        .flat_map(|(index, workload)| {
+            std::iter::repeat_n(workload.clone(), base + usize::from(index < extra))
+        })
+        .collect())
+}
+
+/// Looks up the declared mix of each kernel name.
+///
+/// # Errors
+/// [`MapError::UnknownKernel`] (listing the valid names) for a name without a declaration.
+///
+/// ```
+/// let mixes = parbench_mapper::declared_kernel_mixes(&["fp-add", "load-dep"])?;
+/// assert_eq!(mixes[1].name, "load-dep");
+/// assert!(parbench_mapper::declared_kernel_mixes(&["nope"]).is_err());
+/// # Ok::<(), parbench_mapper::MapError>(())
+/// ```
+pub fn declared_kernel_mixes<S: AsRef<str>>(names: &[S]) -> Result<Vec<NamedMix>, MapError> {
+    names
+        .iter()
+        .map(|name| {
+            let name = name.as_ref();
+            InstructionMix::declared_for_kernel(name)
+                .map(|mix| NamedMix {
+                    name: name.to_owned(),
+                    mix,
+                })
+                .ok_or_else(|| MapError::UnknownKernel {
+                    name: name.to_owned(),
+                })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mix::InstrClass;
+
+    fn uniform(threads: usize) -> Vec<InstructionMix> {
+        vec![InstructionMix::default(); threads]
+    }
+
+    fn assorted(threads: usize) -> Vec<InstructionMix> {
+        (0..threads)
+            .map(|thread| InstructionMix::new([(InstrClass::ALL[thread % 4], 1.0 + thread as f64)]))
+            .collect()
+    }
+
+    #[test]
+    fn every_mapping_maps_every_thread_to_a_distinct_pu() {
+        for description in [
+            "core:4 pu:2",
+            "pack:2 core:3 pu:2",
+            "pack:2 core:2 pu:4",
+            "core:3 pu:1",
+        ] {
+            let t = Topology::synthetic(description).unwrap();
+            for threads in 1..=t.pus().len() {
+                let mixes = assorted(threads);
+                let algorithms = Algorithm::NAMED
+                    .into_iter()
+                    .chain([Algorithm::Random { seed: 7 }]);
+                for algorithm in algorithms.filter(|a| *a != Algorithm::Os) {
+                    let mapping = algorithm.map(&t, &mixes).unwrap();
+                    let mut used: Vec<usize> = mapping.pus().iter().map(|pu| pu.unwrap()).collect();
+                    assert_eq!(used.len(), threads, "{algorithm} on {description}");
+                    used.sort_unstable();
+                    used.dedup();
+                    assert_eq!(
+                        used.len(),
+                        threads,
+                        "{algorithm} reused a PU on {description}"
+                    );
+                    assert!(used.iter().all(|&pu| pu < t.pus().len()));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn round_robin_follows_os_order() {
+        let t = Topology::synthetic("core:2 pu:2(indexes=0,2,1,3)").unwrap();
+        let mapping = Algorithm::RoundRobin.map(&t, &uniform(4)).unwrap();
+        assert_eq!(mapping.pus(), &[Some(0), Some(2), Some(1), Some(3)]);
+        assert_eq!(mapping.cpu_list(&t).unwrap(), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn round_robin_puts_consecutive_threads_on_one_core_when_os_order_is_logical() {
+        let t = Topology::synthetic("pack:1 core:4 pu:2").unwrap();
+        let mapping = Algorithm::RoundRobin.map(&t, &uniform(8)).unwrap();
+        assert_eq!(mapping.cpu_list(&t).unwrap(), vec![0, 1, 2, 3, 4, 5, 6, 7]);
+    }
+
+    #[test]
+    fn compact_fills_siblings_first_in_logical_order() {
+        let t = Topology::synthetic("core:2 pu:2(indexes=0,2,1,3)").unwrap();
+        let mapping = Algorithm::Compact.map(&t, &uniform(4)).unwrap();
+        assert_eq!(mapping.pus(), &[Some(0), Some(1), Some(2), Some(3)]);
+        assert_eq!(mapping.cpu_list(&t).unwrap(), vec![0, 2, 1, 3]);
+    }
+
+    #[test]
+    fn scatter_uses_every_core_before_siblings_alternating_packages() {
+        let t = Topology::synthetic("pack:2 core:2 pu:2").unwrap();
+        let mapping = Algorithm::Scatter.map(&t, &uniform(8)).unwrap();
+        assert_eq!(mapping.cpu_list(&t).unwrap(), vec![0, 4, 2, 6, 1, 5, 3, 7]);
+    }
+
+    #[test]
+    fn os_mapping_pins_nothing_and_has_no_cpu_list() {
+        let t = Topology::synthetic("core:2 pu:1").unwrap();
+        let mapping = Algorithm::Os.map(&t, &uniform(5)).unwrap();
+        assert_eq!(mapping.pus(), &[None; 5]);
+        assert_eq!(mapping.cpu_list(&t), None);
+    }
+
+    #[test]
+    fn random_is_deterministic_per_seed() {
+        let t = Topology::synthetic("core:8 pu:2").unwrap();
+        let a = Algorithm::Random { seed: 3 }.map(&t, &uniform(16)).unwrap();
+        let b = Algorithm::Random { seed: 3 }.map(&t, &uniform(16)).unwrap();
+        let c = Algorithm::Random { seed: 4 }.map(&t, &uniform(16)).unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a.pus(), c.pus());
+    }
+
+    #[test]
+    fn bad_thread_counts_are_errors() {
+        let t = Topology::synthetic("core:2 pu:2").unwrap();
+        assert_eq!(Algorithm::Compact.map(&t, &[]), Err(MapError::NoThreads));
+        assert_eq!(
+            Algorithm::InstructionAware.map(&t, &uniform(5)),
+            Err(MapError::TooManyThreads { threads: 5, pus: 4 })
+        );
+        assert!(matches!(
+            threads_in_blocks(&crate::smt_bench_mixes(), 3),
+            Err(MapError::FewerThreadsThanWorkloads {
+                threads: 3,
+                workloads: 8
+            })
+        ));
+    }
+
+    #[test]
+    fn unknown_names_list_the_valid_ones() {
+        let message = "best".parse::<Algorithm>().unwrap_err().to_string();
+        assert!(
+            message.contains("instruction-aware, round-robin, compact, scatter, os"),
+            "{message}"
+        );
+        let message = declared_kernel_mixes(&["fp-sqrt"]).unwrap_err().to_string();
+        assert!(message.contains("load-dep"), "{message}");
+    }
+}

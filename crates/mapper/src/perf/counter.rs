@@ -1,0 +1,191 @@
+//! Opening one counter on the calling thread, with errors the caller can act on.
+//!
+//! Every counter is opened alone (never in a `perf_event::Group`): perf-event 0.4.9 keeps a
+//! group member whose open failed in the group's bookkeeping and the next `Group::read()`
+//! panics, and alone each counter also carries its own `time_enabled` / `time_running`, so
+//! multiplexing is corrected per counter. The price is that counters multiplexed onto the PMU
+//! at different moments are not measured over exactly the same instructions; for the steady
+//! loops profiled here the scaled estimates agree.
+//!
+//! `pid = 0, cpu = -1` (perf-event's default) observes the *calling thread* only, wherever it
+//! runs, so counters must be opened on the thread they observe.
+
+use perf_event::events::{Cache, CacheOp};
+use perf_event::hooks::sys::bindings::PERF_TYPE_RAW;
+use perf_event::{Builder, Counter};
+
+use super::events::{EventSource, EventSpec};
+use super::ProfileError;
+
+/// A count with the time the counter was enabled and actually on the PMU.
+///
+/// ```
+/// use parbench_mapper::perf::Reading;
+/// let half_time = Reading { count: 100, time_enabled: 10, time_running: 5 };
+/// assert_eq!(half_time.scaled(), Some(200.0));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reading {
+    /// Raw count.
+    pub count: u64,
+    /// Nanoseconds the counter was enabled.
+    pub time_enabled: u64,
+    /// Nanoseconds it was scheduled on the PMU.
+    pub time_running: u64,
+}
+
+impl Reading {
+    /// The multiplexing-corrected estimate `count × time_enabled / time_running`; the raw
+    /// count when the counter ran the whole time; `None` when it never ran (no estimate exists).
+    ///
+    /// ```
+    /// use parbench_mapper::perf::Reading;
+    /// assert_eq!(Reading { count: 7, time_enabled: 0, time_running: 0 }.scaled(), Some(7.0));
+    /// assert_eq!(Reading { count: 0, time_enabled: 9, time_running: 0 }.scaled(), None);
+    /// ```
+    pub fn scaled(&self) -> Option<f64> {
+        if self.time_running == self.time_enabled {
+            Some(self.count as f64)
+        } else if self.time_running == 0 {
+            None
+        } else {
+            Some(self.count as f64 * self.time_enabled as f64 / self.time_running as f64)
+        }
+    }
+}
+
+/// An open, disabled counter observing the thread that opened it.
+///
+/// ```
+/// use parbench_mapper::perf::{EventCounter, SOFTWARE_EVENTS};
+/// let mut counter = EventCounter::open_on_current_thread(&SOFTWARE_EVENTS[0])?;
+/// counter.enable()?;
+/// let busy: u64 = (0..100_000u64).map(std::hint::black_box).sum();
+/// counter.disable()?;
+/// assert!(busy > 0 && counter.read()?.count > 0);
+/// # Ok::<(), parbench_mapper::perf::ProfileError>(())
+/// ```
+#[derive(Debug)]
+pub struct EventCounter {
+    spec: EventSpec,
+    counter: Counter,
+}
+
+impl EventCounter {
+    /// Opens `spec` for the calling thread (user-space only, as perf-event defaults to).
+    ///
+    /// # Errors
+    /// [`ProfileError::Unsupported`] when the kernel has no such event here (`ENOENT`,
+    /// `ENOSYS` under qemu-user, `EOPNOTSUPP`, `ENODEV`: no PMU, or a PMU without this code),
+    /// [`ProfileError::PermissionDenied`] for `EACCES`/`EPERM`, [`ProfileError::Os`] otherwise.
+    ///
+    /// ```
+    /// use parbench_mapper::perf::{event_table, CpuFamily, EventCounter, ProfileError};
+    /// let cycles = event_table(CpuFamily::Other).into_iter().find(|e| e.name == "cycles").unwrap();
+    /// match EventCounter::open_on_current_thread(&cycles) {
+    ///     Ok(_) => println!("this machine has a PMU"),
+    ///     Err(ProfileError::Unsupported { event }) => assert_eq!(event, "cycles"),
+    ///     Err(other) => println!("cannot count cycles: {other}"),
+    /// }
+    /// ```
+    pub fn open_on_current_thread(spec: &EventSpec) -> Result<EventCounter, ProfileError> {
+        let builder = match spec.source {
+            EventSource::Software(software) => Builder::new().kind(software),
+            EventSource::Hardware(hardware) => Builder::new().kind(hardware),
+            EventSource::CacheRead { cache, result } => Builder::new().kind(Cache {
+                which: cache,
+                operation: CacheOp::READ,
+                result,
+            }),
+            EventSource::Raw(code) => {
+                let mut builder = Builder::new();
+                builder.attrs_mut().type_ = PERF_TYPE_RAW;
+                builder.attrs_mut().config = code;
+                builder
+            }
+        };
+        let counter = builder
+            .build()
+            .map_err(|error| ProfileError::from_open(spec.name, error))?;
+        Ok(EventCounter {
+            spec: *spec,
+            counter,
+        })
+    }
+
+    /// The event this counter counts.
+    ///
+    /// ```
+    /// use parbench_mapper::perf::{EventCounter, SOFTWARE_EVENTS};
+    /// let counter = EventCounter::open_on_current_thread(&SOFTWARE_EVENTS[1])?;
+    /// assert_eq!(counter.spec().name, "context-switches");
+    /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
+    /// ```
+    pub fn spec(&self) -> &EventSpec {
+        &self.spec
+    }
+
+    /// Starts counting.
+    ///
+    /// ```
+    /// use parbench_mapper::perf::{EventCounter, SOFTWARE_EVENTS};
+    /// let mut counter = EventCounter::open_on_current_thread(&SOFTWARE_EVENTS[0])?;
+    /// counter.enable()?;
+    /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ProfileError::Os`] when the ioctl fails.
+    pub fn enable(&mut self) -> Result<(), ProfileError> {
+        let name = self.spec.name;
+        self.counter
+            .enable()
+            .map_err(|e| ProfileError::from_open(name, e))
+    }
+
+    /// Stops counting; a disabled counter keeps its count.
+    ///
+    /// ```
+    /// use parbench_mapper::perf::{EventCounter, SOFTWARE_EVENTS};
+    /// let mut counter = EventCounter::open_on_current_thread(&SOFTWARE_EVENTS[0])?;
+    /// counter.enable()?;
+    /// counter.disable()?;
+    /// let frozen = counter.read()?.count;
+    /// std::hint::black_box((0..10_000u64).sum::<u64>());
+    /// assert_eq!(counter.read()?.count, frozen);
+    /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ProfileError::Os`] when the ioctl fails.
+    pub fn disable(&mut self) -> Result<(), ProfileError> {
+        let name = self.spec.name;
+        self.counter
+            .disable()
+            .map_err(|e| ProfileError::from_open(name, e))
+    }
+
+    /// Reads the count and its enabled/running times.
+    ///
+    /// ```
+    /// use parbench_mapper::perf::{EventCounter, SOFTWARE_EVENTS};
+    /// let mut never_enabled = EventCounter::open_on_current_thread(&SOFTWARE_EVENTS[0])?;
+    /// assert_eq!(never_enabled.read()?.count, 0);
+    /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ProfileError::Os`] when the read fails.
+    pub fn read(&mut self) -> Result<Reading, ProfileError> {
+        let name = self.spec.name;
+        let raw = self
+            .counter
+            .read_count_and_time()
+            .map_err(|e| ProfileError::from_open(name, e))?;
+        Ok(Reading {
+            count: raw.count,
+            time_enabled: raw.time_enabled,
+            time_running: raw.time_running,
+        })
+    }
+}

@@ -1,0 +1,117 @@
+//! Per-thread performance counters (Linux `perf_event_open` through the `perf-event` crate).
+//!
+//! Layout: [`events`] says *what* to count on each CPU family, [`counter`] opens one counter on
+//! the calling thread with typed errors, [`metrics`] turns totals into the latency study's
+//! metrics, and [`profile`] runs a workload on N threads — each opening its own counters — and
+//! stores the result as JSON.
+//!
+//! A machine without a PMU (this project's CI VM: hardware events fail with `ENOENT`) or a
+//! qemu-user emulator (`ENOSYS`) still profiles: software events always work, every hardware
+//! event that fails is listed in [`Profile::unavailable`] with the kernel's reason, and every
+//! metric that needed it is `None` with the missing counters named. Opening a single hardware
+//! counter directly returns [`ProfileError::Unsupported`]; nothing here panics on a missing PMU.
+
+pub mod counter;
+pub mod events;
+pub mod metrics;
+pub mod profile;
+
+use std::io;
+use std::path::PathBuf;
+
+pub use counter::{EventCounter, Reading};
+pub use events::{
+    event_table, int_class_is_derived, CpuFamily, EventSource, EventSpec, Quantity, SOFTWARE_EVENTS,
+};
+pub use metrics::{Metrics, QuantityTotals, SmtClass, SMT_FRIENDLY_RULE};
+pub use profile::{
+    profile_threads, EventRecord, MixSource, Profile, ProfileRequest, ThreadProfile,
+    UnavailableEvent,
+};
+
+/// Errors from counters and profiles.
+///
+/// ```
+/// use parbench_mapper::perf::{profile_threads, ProfileError, ProfileRequest};
+/// let err = profile_threads(&ProfileRequest::software_only("x", 0), |_| {}).unwrap_err();
+/// assert!(matches!(err, ProfileError::NoThreads));
+/// ```
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// The kernel has no such event on this machine (no PMU, emulator, or unknown raw code).
+    #[error("perf event {event} is not supported on this machine")]
+    Unsupported {
+        /// Event name.
+        event: String,
+    },
+    /// The kernel refused (see `/proc/sys/kernel/perf_event_paranoid`).
+    #[error(
+        "perf event {event}: permission denied (lower kernel.perf_event_paranoid or run as root)"
+    )]
+    PermissionDenied {
+        /// Event name.
+        event: String,
+    },
+    /// Any other system-call failure.
+    #[error("perf event {event}: {source}")]
+    Os {
+        /// Event name.
+        event: String,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// Profiling needs at least one thread.
+    #[error("the number of threads must be at least 1")]
+    NoThreads,
+    /// The profiled workload panicked on one thread.
+    #[error("the workload panicked on thread {thread}")]
+    WorkloadPanicked {
+        /// The thread index.
+        thread: usize,
+    },
+    /// A profile file could not be read or written.
+    #[error("profile file {}: {source}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// A profile file is not valid profile JSON.
+    #[error("profile file {} is not a valid profile: {source}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        source: serde_json::Error,
+    },
+    /// The profile lacks the class counters needed for an instruction mix.
+    #[error("the profile has no instruction-class counts ({}) — use a profile recorded on hardware with a PMU, or the kernel's declared mix", missing.join(", "))]
+    NoInstructionMix {
+        /// The unavailable class quantities.
+        missing: Vec<String>,
+    },
+}
+
+impl ProfileError {
+    /// Classifies a failed `perf_event_open` (or counter ioctl/read) of `event`.
+    ///
+    /// ```
+    /// use parbench_mapper::perf::ProfileError;
+    /// let no_pmu = std::io::Error::from_raw_os_error(libc::ENOENT);
+    /// assert!(matches!(ProfileError::from_open("cycles", no_pmu), ProfileError::Unsupported { .. }));
+    /// ```
+    pub fn from_open(event: &str, error: io::Error) -> ProfileError {
+        let event = event.to_owned();
+        match error.raw_os_error() {
+            Some(libc::ENOENT | libc::ENOSYS | libc::EOPNOTSUPP | libc::ENODEV) => {
+                ProfileError::Unsupported { event }
+            }
+            Some(libc::EACCES | libc::EPERM) => ProfileError::PermissionDenied { event },
+            _ => ProfileError::Os {
+                event,
+                source: error,
+            },
+        }
+    }
+}

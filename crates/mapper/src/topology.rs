@@ -1,0 +1,745 @@
+//! The machine's shape: packages, NUMA nodes, cores and their processing units.
+//!
+//! hwloc (through `hwlocality`) discovers the hierarchy once; [`Topology`] then copies the few
+//! facts the mapper needs into plain vectors. Copying decouples every algorithm in this crate
+//! from hwloc's object graph and lifetimes, makes a topology cheap to clone, share between
+//! threads and compare in tests, and lets a synthetic or XML topology (a machine you do not
+//! have) flow through exactly the same code as the machine you run on.
+//!
+//! Indices: every [`Pu`], [`Core`], [`Package`] and [`NumaNode`] is addressed by its position in
+//! the topology's vectors, which follows hwloc's *logical* order (depth-first through the
+//! hierarchy, so the PUs of one core are adjacent). The operating system's numbering
+//! (`os_index`, what `taskset` and `sched_setaffinity` take) is kept alongside; on many x86
+//! machines it interleaves cores (CPU 0 and CPU N are siblings), which is why `RoundRobin` and
+//! `Compact` mappings can differ.
+//!
+//! Binding a thread is only meaningful when the topology describes this machine
+//! ([`Topology::is_this_system`]); for synthetic and XML topologies [`Topology::bind_current_thread`]
+//! is a no-op that reports [`Binding::NotThisSystem`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use hwlocality::object::types::ObjectType;
+use hwlocality::object::{TopologyObject, TopologyObjectID};
+use serde::{Deserialize, Serialize};
+
+/// Errors while building or using a [`Topology`].
+///
+/// ```
+/// let err = parbench_mapper::Topology::synthetic("pack:x").unwrap_err();
+/// assert!(err.to_string().starts_with("invalid synthetic topology description"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+pub enum TopologyError {
+    /// hwloc could not discover this machine.
+    #[error("cannot discover this machine's topology: {reason}")]
+    Discovery {
+        /// hwloc's explanation.
+        reason: String,
+    },
+    /// The synthetic description was rejected by hwloc.
+    #[error("invalid synthetic topology description {description:?} (expected e.g. \"pack:2 core:4 pu:2\")")]
+    Synthetic {
+        /// The rejected description.
+        description: String,
+    },
+    /// The XML file could not be read or is not an hwloc topology.
+    #[error("cannot load topology XML file {}: {reason}", path.display())]
+    Xml {
+        /// The file that failed.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The topology has no processing unit at all.
+    #[error("topology has no processing units")]
+    NoProcessingUnits,
+    /// A topology argument did not have one of the accepted forms.
+    #[error("invalid topology {argument:?}: expected \"this\", \"synthetic:DESCRIPTION\" or \"xml:FILE\"")]
+    BadArgument {
+        /// The argument as given.
+        argument: String,
+    },
+    /// A PU index outside the topology.
+    #[error("PU index {pu} is out of range (topology has {pus} PUs)")]
+    PuOutOfRange {
+        /// The index asked for.
+        pu: usize,
+        /// How many PUs exist.
+        pus: usize,
+    },
+    /// The operating system refused to bind the thread.
+    #[error("the operating system refused to bind the current thread to CPU {os_index}")]
+    BindRefused {
+        /// The OS index of the PU.
+        os_index: usize,
+    },
+}
+
+/// Where a topology came from; decides whether binding can have an effect.
+///
+/// ```
+/// use parbench_mapper::{Topology, TopologySource};
+/// let t = Topology::synthetic("core:2 pu:1")?;
+/// assert!(matches!(t.source(), TopologySource::Synthetic(_)));
+/// # Ok::<(), parbench_mapper::TopologyError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TopologySource {
+    /// Discovered from the machine this process runs on.
+    ThisSystem,
+    /// Built from an hwloc synthetic description.
+    Synthetic(String),
+    /// Loaded from an hwloc XML export.
+    Xml(PathBuf),
+}
+
+/// A processing unit (hardware thread): what a software thread is pinned to.
+///
+/// ```
+/// let t = parbench_mapper::Topology::synthetic("core:2 pu:2")?;
+/// assert_eq!(t.pus()[3].core, 1);
+/// # Ok::<(), parbench_mapper::TopologyError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pu {
+    /// The operating system's CPU number (for `sched_setaffinity`, `taskset`).
+    pub os_index: usize,
+    /// Index into [`Topology::cores`] of the core this PU belongs to.
+    pub core: usize,
+    /// Index into [`Topology::packages`].
+    pub package: usize,
+    /// Index into [`Topology::numa_nodes`], when hwloc reports a node covering this PU.
+    pub numa_node: Option<usize>,
+}
+
+/// A core: the PUs listed here are SMT siblings sharing execution units.
+///
+/// ```
+/// let t = parbench_mapper::Topology::synthetic("core:2 pu:2")?;
+/// assert_eq!(t.cores()[1].pus, vec![2, 3]);
+/// # Ok::<(), parbench_mapper::TopologyError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Core {
+    /// hwloc's OS index of the core, when known.
+    pub os_index: Option<usize>,
+    /// Index into [`Topology::packages`].
+    pub package: usize,
+    /// Indices into [`Topology::pus`], in logical order.
+    pub pus: Vec<usize>,
+}
+
+/// A package (socket).
+///
+/// ```
+/// let t = parbench_mapper::Topology::synthetic("pack:2 core:3 pu:1")?;
+/// assert_eq!(t.packages()[1].cores, vec![3, 4, 5]);
+/// # Ok::<(), parbench_mapper::TopologyError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Package {
+    /// hwloc's OS index of the package, when known.
+    pub os_index: Option<usize>,
+    /// Indices into [`Topology::cores`].
+    pub cores: Vec<usize>,
+}
+
+/// A NUMA node and the PUs closest to its memory.
+///
+/// ```
+/// let t = parbench_mapper::Topology::synthetic("pack:2 numa:1 core:2 pu:1")?;
+/// assert_eq!(t.numa_nodes().len(), 2);
+/// assert_eq!(t.numa_nodes()[1].pus, vec![2, 3]);
+/// # Ok::<(), parbench_mapper::TopologyError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumaNode {
+    /// The OS index of the node.
+    pub os_index: Option<usize>,
+    /// Indices into [`Topology::pus`].
+    pub pus: Vec<usize>,
+}
+
+/// Result of [`Topology::bind_current_thread`].
+///
+/// ```
+/// use parbench_mapper::{Binding, Topology};
+/// let t = Topology::synthetic("core:2 pu:2")?;
+/// assert_eq!(t.bind_current_thread(0)?, Binding::NotThisSystem);
+/// # Ok::<(), parbench_mapper::TopologyError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binding {
+    /// The current thread now runs only on the requested PU.
+    Bound,
+    /// Nothing was done: the topology does not describe this machine.
+    NotThisSystem,
+}
+
+/// Packages, NUMA nodes, cores and PUs of a machine (this one, a synthetic one or one read from XML).
+///
+/// It serialises to JSON for reports but is deliberately not deserialisable: every index inside
+/// is consistent by construction, which a hand-edited file could break.
+///
+/// ```
+/// use parbench_mapper::Topology;
+/// let t = Topology::synthetic("pack:2 core:4 pu:2")?;
+/// assert_eq!((t.packages().len(), t.cores().len(), t.pus().len()), (2, 8, 16));
+/// assert!(t.has_smt_siblings());
+/// assert!(!t.is_this_system());
+/// # Ok::<(), parbench_mapper::TopologyError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Topology {
+    source: TopologySource,
+    packages: Vec<Package>,
+    numa_nodes: Vec<NumaNode>,
+    cores: Vec<Core>,
+    pus: Vec<Pu>,
+}
+
+impl Topology {
+    /// Discovers the machine this process runs on.
+    ///
+    /// # Errors
+    /// [`TopologyError::Discovery`] when hwloc fails, [`TopologyError::NoProcessingUnits`] when it
+    /// reports no PU.
+    ///
+    /// ```
+    /// let t = parbench_mapper::Topology::this_system()?;
+    /// assert!(t.pus().len() >= 1);
+    /// assert!(t.is_this_system());
+    /// # Ok::<(), parbench_mapper::TopologyError>(())
+    /// ```
+    pub fn this_system() -> Result<Self, TopologyError> {
+        let hw = hwlocality::Topology::new().map_err(|e| TopologyError::Discovery {
+            reason: e.to_string(),
+        })?;
+        Self::from_hwloc(&hw, TopologySource::ThisSystem)
+    }
+
+    /// Builds a topology from an hwloc synthetic description such as `"pack:2 core:4 pu:2"`.
+    /// Binding threads on it is a no-op ([`Binding::NotThisSystem`]).
+    ///
+    /// # Errors
+    /// [`TopologyError::Synthetic`] when hwloc rejects the description.
+    ///
+    /// ```
+    /// let t = parbench_mapper::Topology::synthetic("pack:1 core:4 pu:2")?;
+    /// assert_eq!(t.cores()[0].pus.len(), 2);
+    /// assert!(parbench_mapper::Topology::synthetic("pack:two").is_err());
+    /// # Ok::<(), parbench_mapper::TopologyError>(())
+    /// ```
+    pub fn synthetic(description: &str) -> Result<Self, TopologyError> {
+        let rejected = || TopologyError::Synthetic {
+            description: description.to_owned(),
+        };
+        let hw = hwlocality::Topology::builder()
+            .from_synthetic(description)
+            .map_err(|_| rejected())?
+            .build()
+            .map_err(|_| rejected())?;
+        Self::from_hwloc(&hw, TopologySource::Synthetic(description.to_owned()))
+    }
+
+    /// Loads a topology exported by `lstopo FILE.xml` (or `hwloc-gather-topology`).
+    /// Binding threads on it is a no-op ([`Binding::NotThisSystem`]): the file may describe
+    /// another machine.
+    ///
+    /// # Errors
+    /// [`TopologyError::Xml`] when the file is missing or not an hwloc XML topology.
+    ///
+    /// ```
+    /// let missing = parbench_mapper::Topology::from_xml_file("/nonexistent/topo.xml");
+    /// assert!(matches!(missing, Err(parbench_mapper::TopologyError::Xml { .. })));
+    /// ```
+    pub fn from_xml_file(path: impl AsRef<Path>) -> Result<Self, TopologyError> {
+        let path = path.as_ref();
+        let failed = |reason: String| TopologyError::Xml {
+            path: path.to_owned(),
+            reason,
+        };
+        // hwloc's own message for a missing file is a bare "invalid input", so check first.
+        if !path.is_file() {
+            return Err(failed("no such file".to_owned()));
+        }
+        let hw = hwlocality::Topology::builder()
+            .from_xml_file(path)
+            .map_err(|e| failed(e.to_string()))?
+            .build()
+            .map_err(|e| failed(e.to_string()))?;
+        Self::from_hwloc(&hw, TopologySource::Xml(path.to_owned()))
+    }
+
+    /// Copies the hierarchy out of hwloc. PUs without a core ancestor (some virtual machines and
+    /// ARM boards report none) become single-PU cores; cores without a package go to package 0.
+    fn from_hwloc(
+        hw: &hwlocality::Topology,
+        source: TopologySource,
+    ) -> Result<Self, TopologyError> {
+        let mut topology = Topology {
+            source,
+            packages: Vec::new(),
+            numa_nodes: Vec::new(),
+            cores: Vec::new(),
+            pus: Vec::new(),
+        };
+        // Keyed by hwloc's global persistent index so each object is created once.
+        let mut package_of_object: BTreeMap<Option<TopologyObjectID>, usize> = BTreeMap::new();
+        let mut core_of_object: BTreeMap<TopologyObjectID, usize> = BTreeMap::new();
+        for hw_pu in hw.objects_with_type(ObjectType::PU) {
+            let package = intern_package(&mut topology, &mut package_of_object, hw_pu);
+            let pu_index = topology.pus.len();
+            let core = match hw_pu.first_ancestor_with_type(ObjectType::Core) {
+                Some(hw_core) => *core_of_object
+                    .entry(hw_core.global_persistent_index())
+                    .or_insert_with(|| {
+                        push_core(
+                            &mut topology.cores,
+                            &mut topology.packages,
+                            hw_core.os_index(),
+                            package,
+                        )
+                    }),
+                None => push_core(&mut topology.cores, &mut topology.packages, None, package),
+            };
+            topology.cores[core].pus.push(pu_index);
+            topology.pus.push(Pu {
+                os_index: hw_pu.os_index().unwrap_or(pu_index),
+                core,
+                package,
+                numa_node: None,
+            });
+        }
+        if topology.pus.is_empty() {
+            return Err(TopologyError::NoProcessingUnits);
+        }
+        for hw_node in hw.objects_with_type(ObjectType::NUMANode) {
+            let node_index = topology.numa_nodes.len();
+            let Some(cpuset) = hw_node.cpuset() else {
+                continue;
+            };
+            let mut pus = Vec::new();
+            for (pu_index, pu) in topology.pus.iter_mut().enumerate() {
+                if cpuset.is_set(pu.os_index) {
+                    pu.numa_node.get_or_insert(node_index);
+                    pus.push(pu_index);
+                }
+            }
+            topology.numa_nodes.push(NumaNode {
+                os_index: hw_node.os_index(),
+                pus,
+            });
+        }
+        Ok(topology)
+    }
+
+    /// Where this topology came from.
+    ///
+    /// ```
+    /// let t = parbench_mapper::Topology::synthetic("core:1 pu:1")?;
+    /// assert_eq!(t.source(), &parbench_mapper::TopologySource::Synthetic("core:1 pu:1".into()));
+    /// # Ok::<(), parbench_mapper::TopologyError>(())
+    /// ```
+    pub fn source(&self) -> &TopologySource {
+        &self.source
+    }
+
+    /// Whether this topology describes the running machine, i.e. whether binding has an effect.
+    /// Synthetic and XML topologies answer `false`.
+    ///
+    /// ```
+    /// assert!(!parbench_mapper::Topology::synthetic("core:2 pu:1")?.is_this_system());
+    /// # Ok::<(), parbench_mapper::TopologyError>(())
+    /// ```
+    pub fn is_this_system(&self) -> bool {
+        self.source == TopologySource::ThisSystem
+    }
+
+    /// Packages in logical order.
+    ///
+    /// ```
+    /// assert_eq!(parbench_mapper::Topology::synthetic("pack:3 core:1 pu:1")?.packages().len(), 3);
+    /// # Ok::<(), parbench_mapper::TopologyError>(())
+    /// ```
+    pub fn packages(&self) -> &[Package] {
+        &self.packages
+    }
+
+    /// NUMA nodes in logical order (may be empty for odd XML files).
+    ///
+    /// ```
+    /// assert_eq!(parbench_mapper::Topology::synthetic("core:2 pu:1")?.numa_nodes().len(), 1);
+    /// # Ok::<(), parbench_mapper::TopologyError>(())
+    /// ```
+    pub fn numa_nodes(&self) -> &[NumaNode] {
+        &self.numa_nodes
+    }
+
+    /// Cores in logical order.
+    ///
+    /// ```
+    /// assert_eq!(parbench_mapper::Topology::synthetic("pack:2 core:3 pu:2")?.cores().len(), 6);
+    /// # Ok::<(), parbench_mapper::TopologyError>(())
+    /// ```
+    pub fn cores(&self) -> &[Core] {
+        &self.cores
+    }
+
+    /// Processing units in logical order (siblings adjacent).
+    ///
+    /// ```
+    /// assert_eq!(parbench_mapper::Topology::synthetic("pack:2 core:3 pu:2")?.pus().len(), 12);
+    /// # Ok::<(), parbench_mapper::TopologyError>(())
+    /// ```
+    pub fn pus(&self) -> &[Pu] {
+        &self.pus
+    }
+
+    /// The SMT siblings of a PU, including the PU itself (its core's PUs).
+    ///
+    /// # Errors
+    /// [`TopologyError::PuOutOfRange`] for an index past the last PU.
+    ///
+    /// ```
+    /// let t = parbench_mapper::Topology::synthetic("core:2 pu:2")?;
+    /// assert_eq!(t.siblings(3)?, &[2, 3]);
+    /// # Ok::<(), parbench_mapper::TopologyError>(())
+    /// ```
+    pub fn siblings(&self, pu: usize) -> Result<&[usize], TopologyError> {
+        let found = self.pu(pu)?;
+        Ok(&self.cores[found.core].pus)
+    }
+
+    /// Whether any core has more than one PU.
+    ///
+    /// ```
+    /// assert!(!parbench_mapper::Topology::synthetic("core:4 pu:1")?.has_smt_siblings());
+    /// # Ok::<(), parbench_mapper::TopologyError>(())
+    /// ```
+    pub fn has_smt_siblings(&self) -> bool {
+        self.cores.iter().any(|core| core.pus.len() > 1)
+    }
+
+    /// Pins the calling thread to PU `pu` (a logical index) when the topology is this machine;
+    /// otherwise does nothing and says so.
+    ///
+    /// # Errors
+    /// [`TopologyError::PuOutOfRange`] for a bad index, [`TopologyError::BindRefused`] when the
+    /// OS refuses (e.g. the CPU is outside this process's allowed set).
+    ///
+    /// ```
+    /// let t = parbench_mapper::Topology::synthetic("core:2 pu:1")?;
+    /// assert_eq!(t.bind_current_thread(1)?, parbench_mapper::Binding::NotThisSystem);
+    /// # Ok::<(), parbench_mapper::TopologyError>(())
+    /// ```
+    pub fn bind_current_thread(&self, pu: usize) -> Result<Binding, TopologyError> {
+        let os_index = self.pu(pu)?.os_index;
+        if !self.is_this_system() {
+            return Ok(Binding::NotThisSystem);
+        }
+        if pin_current_thread(os_index) {
+            Ok(Binding::Bound)
+        } else {
+            Err(TopologyError::BindRefused { os_index })
+        }
+    }
+
+    fn pu(&self, pu: usize) -> Result<&Pu, TopologyError> {
+        self.pus.get(pu).ok_or(TopologyError::PuOutOfRange {
+            pu,
+            pus: self.pus.len(),
+        })
+    }
+}
+
+/// Pins the calling thread to OS CPU `cpu`; `false` when the OS refuses or the number cannot
+/// be expressed in a `cpu_set_t` (libc's `CPU_SET` panics past `CPU_SETSIZE`).
+pub(crate) fn pin_current_thread(cpu: usize) -> bool {
+    let representable = usize::try_from(libc::CPU_SETSIZE).is_ok_and(|size| cpu < size);
+    representable && core_affinity::set_for_current(core_affinity::CoreId { id: cpu })
+}
+
+fn intern_package(
+    topology: &mut Topology,
+    package_of_object: &mut BTreeMap<Option<TopologyObjectID>, usize>,
+    hw_pu: &TopologyObject,
+) -> usize {
+    let hw_package = hw_pu.first_ancestor_with_type(ObjectType::Package);
+    let key = hw_package.map(TopologyObject::global_persistent_index);
+    *package_of_object.entry(key).or_insert_with(|| {
+        topology.packages.push(Package {
+            os_index: hw_package.and_then(TopologyObject::os_index),
+            cores: Vec::new(),
+        });
+        topology.packages.len() - 1
+    })
+}
+
+fn push_core(
+    cores: &mut Vec<Core>,
+    packages: &mut [Package],
+    os_index: Option<usize>,
+    package: usize,
+) -> usize {
+    cores.push(Core {
+        os_index,
+        package,
+        pus: Vec::new(),
+    });
+    let core = cores.len() - 1;
+    packages[package].cores.push(core);
+    core
+}
+
+/// Parses the CLI's topology argument: `this`, `synthetic:DESCRIPTION` or `xml:FILE`.
+///
+/// # Errors
+/// [`TopologyError::BadArgument`] for any other form, plus the errors of the chosen constructor.
+///
+/// ```
+/// use parbench_mapper::parse_topology_arg;
+/// let t = parse_topology_arg("synthetic:pack:1 core:4 pu:2")?;
+/// assert_eq!(t.pus().len(), 8);
+/// assert!(parse_topology_arg("laptop").is_err());
+/// # Ok::<(), parbench_mapper::TopologyError>(())
+/// ```
+pub fn parse_topology_arg(argument: &str) -> Result<Topology, TopologyError> {
+    if argument == "this" {
+        Topology::this_system()
+    } else if let Some(description) = argument.strip_prefix("synthetic:") {
+        Topology::synthetic(description)
+    } else if let Some(path) = argument.strip_prefix("xml:") {
+        Topology::from_xml_file(path)
+    } else {
+        Err(TopologyError::BadArgument {
+            argument: argument.to_owned(),
+        })
+    }
+}
+
+/// Compact rendering, one package per line block:
+///
+/// ```text
+/// this system: 1 package, 1 NUMA node, 2 cores, 2 PUs (no SMT siblings)
+/// package 0: core 0 [cpu 0] | core 1 [cpu 1]
+/// ```
+///
+/// ```
+/// let t = parbench_mapper::Topology::synthetic("core:2 pu:2")?;
+/// assert!(t.to_string().contains("core 1 [cpu 2,3]"));
+/// # Ok::<(), parbench_mapper::TopologyError>(())
+/// ```
+impl fmt::Display for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let source = match &self.source {
+            TopologySource::ThisSystem => "this system".to_owned(),
+            TopologySource::Synthetic(description) => format!("synthetic \"{description}\""),
+            TopologySource::Xml(path) => format!("xml {}", path.display()),
+        };
+        let smt = if self.has_smt_siblings() {
+            "SMT siblings present"
+        } else {
+            "no SMT siblings"
+        };
+        writeln!(
+            f,
+            "{source}: {}, {}, {}, {} ({smt})",
+            plural(self.packages.len(), "package"),
+            plural(self.numa_nodes.len(), "NUMA node"),
+            plural(self.cores.len(), "core"),
+            plural(self.pus.len(), "PU"),
+        )?;
+        for (package_index, package) in self.packages.iter().enumerate() {
+            let cores: Vec<String> = package
+                .cores
+                .iter()
+                .map(|&core| {
+                    let cpus: Vec<String> = self.cores[core]
+                        .pus
+                        .iter()
+                        .map(|&pu| self.pus[pu].os_index.to_string())
+                        .collect();
+                    format!("core {core} [cpu {}]", cpus.join(","))
+                })
+                .collect();
+            writeln!(f, "package {package_index}: {}", cores.join(" | "))?;
+        }
+        Ok(())
+    }
+}
+
+fn plural(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("{count} {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthetic_counts_match_description() {
+        let t = Topology::synthetic("pack:2 core:4 pu:2").unwrap();
+        assert_eq!(t.packages().len(), 2);
+        assert_eq!(t.cores().len(), 8);
+        assert_eq!(t.pus().len(), 16);
+        assert!(t.cores().iter().all(|core| core.pus.len() == 2));
+        assert!(t.packages().iter().all(|package| package.cores.len() == 4));
+    }
+
+    #[test]
+    fn synthetic_sibling_sets_are_the_cores_pus() {
+        let t = Topology::synthetic("pack:1 core:3 pu:2").unwrap();
+        let sibling_sets: Vec<Vec<usize>> = (0..t.pus().len())
+            .map(|pu| t.siblings(pu).unwrap().to_vec())
+            .collect();
+        assert_eq!(
+            sibling_sets,
+            vec![
+                vec![0, 1],
+                vec![0, 1],
+                vec![2, 3],
+                vec![2, 3],
+                vec![4, 5],
+                vec![4, 5]
+            ]
+        );
+        assert!(t.siblings(6).is_err());
+    }
+
+    #[test]
+    fn synthetic_without_smt_has_no_siblings() {
+        let t = Topology::synthetic("pack:1 core:4 pu:1").unwrap();
+        assert!(!t.has_smt_siblings());
+        assert_eq!(t.siblings(2).unwrap(), &[2]);
+    }
+
+    #[test]
+    fn synthetic_numa_nodes_cover_their_packages() {
+        let t = Topology::synthetic("pack:2 numa:1 core:2 pu:2").unwrap();
+        assert_eq!(t.numa_nodes().len(), 2);
+        assert_eq!(t.numa_nodes()[0].pus, vec![0, 1, 2, 3]);
+        assert!(t.pus()[5].numa_node == Some(1));
+    }
+
+    #[test]
+    fn explicit_os_indices_are_kept() {
+        // hwloc lets a synthetic description interleave OS numbers like many x86 BIOSes do.
+        let t = Topology::synthetic("core:2 pu:2(indexes=0,2,1,3)").unwrap();
+        let os: Vec<usize> = t.pus().iter().map(|pu| pu.os_index).collect();
+        assert_eq!(os, vec![0, 2, 1, 3]);
+    }
+
+    #[test]
+    fn malformed_synthetic_descriptions_are_typed_errors() {
+        for bad in [
+            "",
+            "pack:",
+            "pack:two",
+            "core:0",
+            "banana:3",
+            "pack:2 core:4 pu:2 extra",
+        ] {
+            assert!(
+                matches!(
+                    Topology::synthetic(bad),
+                    Err(TopologyError::Synthetic { .. })
+                ),
+                "{bad:?} should be rejected"
+            );
+        }
+    }
+
+    #[test]
+    fn binding_on_synthetic_is_a_no_op() {
+        let t = Topology::synthetic("core:2 pu:1").unwrap();
+        assert_eq!(t.bind_current_thread(0).unwrap(), Binding::NotThisSystem);
+        assert!(matches!(
+            t.bind_current_thread(9),
+            Err(TopologyError::PuOutOfRange { pu: 9, pus: 2 })
+        ));
+    }
+
+    #[test]
+    fn this_system_is_sane() {
+        let t = Topology::this_system().unwrap();
+        assert!(!t.pus().is_empty());
+        assert!(t.is_this_system());
+        assert_eq!(
+            t.cores().iter().map(|c| c.pus.len()).sum::<usize>(),
+            t.pus().len()
+        );
+    }
+
+    #[test]
+    fn xml_round_trip_through_lstopo_format() {
+        let dir = std::env::temp_dir().join(format!("parbench-mapper-xml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("topo.xml");
+        let hw = hwlocality::Topology::builder()
+            .from_synthetic("pack:2 core:2 pu:2")
+            .unwrap()
+            .build()
+            .unwrap();
+        let xml = hw
+            .export_xml(hwlocality::topology::export::xml::XMLExportFlags::empty())
+            .unwrap();
+        std::fs::write(&path, &xml).unwrap();
+        let t = Topology::from_xml_file(&path).unwrap();
+        assert_eq!(t.pus().len(), 8);
+        assert!(!t.is_this_system());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_xml_is_a_typed_error() {
+        let dir =
+            std::env::temp_dir().join(format!("parbench-mapper-badxml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bad.xml");
+        std::fs::write(&path, "not xml at all").unwrap();
+        assert!(matches!(
+            Topology::from_xml_file(&path),
+            Err(TopologyError::Xml { .. })
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn topology_argument_forms() {
+        assert_eq!(
+            parse_topology_arg("synthetic:core:3 pu:1")
+                .unwrap()
+                .cores()
+                .len(),
+            3
+        );
+        assert!(parse_topology_arg("this").unwrap().is_this_system());
+        assert!(matches!(
+            parse_topology_arg("xml:/nonexistent.xml"),
+            Err(TopologyError::Xml { .. })
+        ));
+        assert!(matches!(
+            parse_topology_arg("synth:core:2"),
+            Err(TopologyError::BadArgument { .. })
+        ));
+    }
+
+    #[test]
+    fn display_lists_packages_cores_and_cpus() {
+        let t = Topology::synthetic("pack:2 core:2 pu:2").unwrap();
+        let text = t.to_string();
+        assert!(text.starts_with("synthetic \"pack:2 core:2 pu:2\": 2 packages, 1 NUMA node, 4 cores, 8 PUs (SMT siblings present)"), "{text}");
+        assert!(
+            text.contains("package 1: core 2 [cpu 4,5] | core 3 [cpu 6,7]"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! Every strategy runs every index exactly once: sizes, offsets, repetition, concurrency, nesting,
+//! and a randomized stress.
+
+mod fixtures;
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use fixtures::{Hits, all_strategies, pool};
+use parbench_scheduler::Strategy;
+
+fn sizes(threads: usize) -> Vec<Range<usize>> {
+    vec![
+        0..0,
+        0..1,
+        0..threads - 1,
+        0..threads,
+        0..1_000_000,
+        17..17,
+        1000..1001,
+        12_345..12_345 + 3 * threads + 1,
+        usize::MAX - 100..usize::MAX,
+    ]
+}
+
+#[test]
+fn each_index_runs_once_for_every_size_and_strategy() {
+    for threads in [1, 2, 3] {
+        let pool = pool(threads);
+        for strategy in all_strategies() {
+            for range in sizes(threads) {
+                let hits = Hits::new(&range);
+                pool.parallel_for_with(&strategy, range.clone(), |i| hits.hit(i));
+                hits.check(&format!("{threads} threads, {strategy:?}, {range:?}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn chunks_cover_the_range_exactly_once() {
+    let pool = pool(2);
+    for strategy in all_strategies() {
+        for range in sizes(2) {
+            let hits = Hits::new(&range);
+            pool.parallel_for_chunks_with(&strategy, range.clone(), |chunk| {
+                assert!(!chunk.is_empty(), "{strategy:?}: empty chunk");
+                for i in chunk {
+                    hits.hit(i);
+                }
+            });
+            hits.check(&format!("chunks {strategy:?}, {range:?}"));
+        }
+    }
+}
+
+#[test]
+fn repeated_calls_each_run_once() {
+    let pool = pool(2);
+    for strategy in all_strategies() {
+        for round in 0..200 {
+            let range = round..round + 37;
+            let hits = Hits::new(&range);
+            pool.parallel_for_with(&strategy, range, |i| hits.hit(i));
+            hits.check(&format!("{strategy:?} round {round}"));
+        }
+    }
+}
+
+#[test]
+fn concurrent_calls_from_four_outside_threads() {
+    let pool = pool(2);
+    std::thread::scope(|s| {
+        for caller in 0..4 {
+            let pool = &pool;
+            s.spawn(move || {
+                for (k, strategy) in all_strategies().into_iter().enumerate() {
+                    for round in 0..20 {
+                        let range = 0..(1000 + caller * 100 + k + round);
+                        let hits = Hits::new(&range);
+                        pool.parallel_for_with(&strategy, range, |i| hits.hit(i));
+                        hits.check(&format!("caller {caller} {strategy:?} round {round}"));
+                    }
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn nesting_three_deep_runs_every_cell_once() {
+    let pool = pool(3);
+    for strategy in all_strategies() {
+        let n = 12;
+        let hits = Hits::new(&(0..n * n * n));
+        pool.parallel_for_with(&strategy, 0..n, |i| {
+            pool.parallel_for_with(&strategy, 0..n, |j| {
+                pool.parallel_for_with(&strategy, 0..n, |k| hits.hit((i * n + j) * n + k));
+            });
+        });
+        hits.check(&format!("nested {strategy:?}"));
+    }
+}
+
+#[test]
+fn nested_calls_use_no_extra_threads() {
+    let pool = pool(2);
+    let seen = std::sync::Mutex::new(std::collections::HashSet::new());
+    pool.parallel_for(0..8, |_| {
+        pool.parallel_for(0..8, |_| {
+            seen.lock().unwrap().insert(std::thread::current().id());
+        });
+    });
+    // The two workers and the calling thread, nothing else.
+    assert!(seen.into_inner().unwrap().len() <= 3);
+}
+
+/// A small deterministic generator for the stress test.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> usize {
+        (self.next() % n) as usize
+    }
+}
+
+fn random_delay(seed: usize) {
+    if seed % 97 == 0 {
+        std::thread::sleep(Duration::from_micros(20));
+    } else if seed % 13 == 0 {
+        for _ in 0..(seed % 500) {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+#[test]
+fn stress_randomized_rounds_each_index_once() {
+    let pool = pool(3);
+    let strategies = all_strategies();
+    let rounds = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for caller in 0..2u64 {
+            let (pool, strategies, rounds) = (&pool, &strategies, &rounds);
+            s.spawn(move || {
+                let mut rng = SplitMix(caller * 7919 + 1);
+                for round in 0..500 {
+                    let strategy: &Strategy = &strategies[rng.below(strategies.len() as u64)];
+                    let start = rng.below(1000);
+                    let len = match rng.below(4) {
+                        0 => rng.below(4),
+                        1 => rng.below(64),
+                        2 => rng.below(2000),
+                        _ => rng.below(20_000),
+                    };
+                    let nested = rng.below(3);
+                    let inner = 1 + rng.below(20);
+                    let range = start..start + len;
+                    let hits = Hits::new(&(0..len * inner));
+                    pool.parallel_for_with(strategy, range.clone(), |i| {
+                        random_delay(i);
+                        if nested == 0 {
+                            for j in 0..inner {
+                                hits.hit((i - start) * inner + j);
+                            }
+                        } else {
+                            pool.parallel_for_with(strategy, 0..inner, |j| {
+                                random_delay(j + i);
+                                hits.hit((i - start) * inner + j);
+                            });
+                        }
+                    });
+                    hits.check(&format!(
+                        "caller {caller} round {round}: {strategy:?} {range:?} nested {nested}"
+                    ));
+                    rounds.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    assert_eq!(rounds.into_inner(), 1000);
+}
+
+#[test]
+fn reduce_and_scan_match_sequential_for_every_strategy() {
+    let pool = pool(3);
+    for strategy in all_strategies() {
+        for n in [0usize, 1, 2, 5, 1000, 100_003] {
+            let sum =
+                pool.parallel_reduce_with(&strategy, 0..n, || 0u64, |i| i as u64 * 3, |a, b| a + b);
+            assert_eq!(
+                sum,
+                (0..n as u64).map(|i| i * 3).sum::<u64>(),
+                "{strategy:?} {n}"
+            );
+            let text = pool.parallel_reduce_with(
+                &strategy,
+                0..n.min(300),
+                String::new,
+                |i| format!("{i},"),
+                |a, b| a + &b,
+            );
+            let expected: String = (0..n.min(300)).map(|i| format!("{i},")).collect();
+            assert_eq!(text, expected, "{strategy:?} {n}: reduce must keep order");
+            let mut data: Vec<u64> = (0..n as u64).map(|i| i % 7).collect();
+            let mut expected = data.clone();
+            for i in 1..expected.len() {
+                expected[i] += expected[i - 1];
+            }
+            pool.scan_inclusive_with(&strategy, &mut data, |a, b| a + b);
+            assert_eq!(data, expected, "{strategy:?} {n}");
+        }
+    }
+}

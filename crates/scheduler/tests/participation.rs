@@ -1,0 +1,177 @@
+//! Who executes what: every thread takes part, stealing rebalances a slow share, and the tree's
+//! initial distribution is uniform.
+
+mod fixtures;
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use fixtures::{all_strategies, pool, rendezvous};
+use parbench_scheduler::{Strategy, ThreadPoolBuilder, Timespan};
+
+/// A call of P iterations whose bodies wait until all P have started can only finish if P
+/// different threads run them.
+#[test]
+fn all_threads_take_part_in_a_rendezvous() {
+    for threads in [2, 4] {
+        let pool = pool(threads);
+        // Strategies that hand out single iterations when there are only P of them.
+        for strategy in all_strategies().into_iter().filter(|s| {
+            !matches!(
+                s,
+                Strategy::Dynamic { chunk: 2.. }
+                    | Strategy::Guided { min_chunk: 2.. }
+                    | Strategy::Simple { grain: 2.. }
+            )
+        }) {
+            let started = AtomicUsize::new(0);
+            let seen = Mutex::new(HashSet::new());
+            pool.parallel_for_with(&strategy, 0..threads, |_| {
+                seen.lock().unwrap().insert(std::thread::current().id());
+                started.fetch_add(1, Ordering::AcqRel);
+                rendezvous(&started, threads);
+            });
+            assert_eq!(seen.into_inner().unwrap().len(), threads, "{strategy:?}");
+        }
+    }
+}
+
+#[test]
+fn all_workers_take_part_when_called_from_inside_the_pool() {
+    let threads = 3;
+    let pool = pool(threads);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let pool_ref = &pool;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            pool_ref.join(
+                || {
+                    let started = AtomicUsize::new(0);
+                    let workers = Mutex::new(HashSet::new());
+                    pool_ref.parallel_for(0..threads, |_| {
+                        workers
+                            .lock()
+                            .unwrap()
+                            .insert(pool_ref.current_thread_index());
+                        started.fetch_add(1, Ordering::AcqRel);
+                        rendezvous(&started, threads);
+                    });
+                    tx.send(workers.into_inner().unwrap()).unwrap();
+                },
+                || (),
+            );
+        });
+    });
+    let seen = rx.recv().unwrap();
+    assert_eq!(seen.len(), threads);
+}
+
+/// The calling thread's share is made slow; balancing strategies must let the other thread
+/// execute part of it.
+#[test]
+fn stealing_rebalances_a_slow_share() {
+    let pool = ThreadPoolBuilder::new()
+        .num_threads(2)
+        .timespan(Timespan::Fixed(Duration::from_micros(50)))
+        .build()
+        .unwrap();
+    let n = 400;
+    for strategy in [
+        Strategy::default(),
+        Strategy::tree_no_timespan(),
+        Strategy::tree_fixed_grain(4),
+        Strategy::Dynamic { chunk: 2 },
+        Strategy::Guided { min_chunk: 2 },
+        Strategy::Simple { grain: 4 },
+    ] {
+        let caller = std::thread::current().id();
+        let helped = AtomicUsize::new(0);
+        pool.parallel_for_with(&strategy, 0..n, |i| {
+            if i < n / 2 {
+                std::thread::sleep(Duration::from_micros(200));
+                if std::thread::current().id() != caller {
+                    helped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        assert!(
+            helped.into_inner() > 0,
+            "{strategy:?}: nobody helped with the slow half"
+        );
+    }
+}
+
+/// Static never splits a block: the slow half stays with whoever took block 0.
+#[test]
+fn static_never_splits_a_block() {
+    let pool = pool(2);
+    let owners = Mutex::new(HashSet::new());
+    pool.parallel_for_with(&Strategy::Static, 0..200, |i| {
+        if i < 100 {
+            std::thread::sleep(Duration::from_micros(100));
+            owners.lock().unwrap().insert(std::thread::current().id());
+        }
+    });
+    assert_eq!(owners.into_inner().unwrap().len(), 1);
+}
+
+/// On a balanced load each thread first executes its own contiguous share: the first index a
+/// thread runs is the start of one of the P uniform blocks, and it runs its block's indices in
+/// order until the timespan ends. A long timespan keeps all blocks intact.
+#[test]
+fn tree_initial_distribution_is_uniform() {
+    for threads in [2, 3, 4] {
+        let pool = ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .timespan(Timespan::Fixed(Duration::from_secs(5)))
+            .build()
+            .unwrap();
+        let n = threads * 1000 + 1;
+        let log: Mutex<Vec<(std::thread::ThreadId, usize)>> = Mutex::new(Vec::with_capacity(n));
+        pool.parallel_for(0..n, |i| {
+            log.lock().unwrap().push((std::thread::current().id(), i));
+        });
+        let log = log.into_inner().unwrap();
+        let mut per_thread: std::collections::HashMap<_, Vec<usize>> = Default::default();
+        for (thread, i) in log {
+            per_thread.entry(thread).or_default().push(i);
+        }
+        // Expected: P blocks whose sizes differ by at most one, larger first.
+        let (base, extra) = (n / threads, n % threads);
+        let mut expected = Vec::new();
+        let mut start = 0;
+        for b in 0..threads {
+            let len = base + usize::from(b < extra);
+            expected.push(start..start + len);
+            start += len;
+        }
+        // With a 5 s timespan nobody creates balancing tasks: each thread runs whole blocks (its
+        // own, or one taken back whole from a thread that had not woken up), each in order.
+        let mut runs = Vec::new();
+        for indices in per_thread.values() {
+            let mut run_start = indices[0];
+            for w in indices.windows(2) {
+                if w[1] != w[0] + 1 {
+                    runs.push(run_start..w[0] + 1);
+                    run_start = w[1];
+                }
+            }
+            runs.push(run_start..indices[indices.len() - 1] + 1);
+        }
+        runs.sort_unstable_by_key(|r| r.start);
+        let boundaries: HashSet<usize> = expected.iter().flat_map(|b| [b.start, b.end]).collect();
+        for run in &runs {
+            assert!(
+                boundaries.contains(&run.start) && boundaries.contains(&run.end),
+                "{threads} threads: run {run:?} is not made of whole blocks {expected:?}"
+            );
+        }
+        assert_eq!(runs.first().map(|r| r.start), Some(0));
+        assert!(
+            runs.windows(2).all(|w| w[0].end == w[1].start),
+            "runs {runs:?} overlap or leave gaps"
+        );
+    }
+}
