@@ -211,12 +211,9 @@ impl Placement {
         let generator_cpu = (0..cores.len())
             .find(|core| !busy_cores.contains(&Some(*core)))
             .map(|core| cores[core][0]);
-        let note = generator_cpu.is_none().then(|| {
-            format!(
-                "no spare core: the generator shares the {} server core(s) with the workers",
-                cores.len()
-            )
-        });
+        let note = generator_cpu
+            .is_none()
+            .then(|| "no spare core: the generator shares CPUs with the workers".to_owned());
         Ok(PlacementPlan {
             name: self.to_string(),
             worker_cpus,
