@@ -705,6 +705,7 @@ fn render_plot(curves: &[Curve], service: &str) -> Result<String, CliError> {
         chart
             .configure_mesh()
             .x_desc("offered load (requests/s)")
+            .x_label_formatter(&|x| format!("{x:.0}"))
             .y_desc("p95 sojourn (ms, log)")
             .y_label_formatter(&|y| format!("{y:.2}"))
             .draw()

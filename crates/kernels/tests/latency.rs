@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use parbench_kernels::latency::{
-    run_curve, saturation_qps, Bounds, CpuLayout, CurveConfig, KernelService, LatencyError,
-    MonotonicClock, Placement, Service,
+    run_curve, saturation_qps, Bounds, CpuLayout, Curve, CurveConfig, KernelService, LatencyError,
+    MonotonicClock, Placement, PlacementPlan, PointResult, Service,
 };
 use parbench_kernels::{find_kernel, Params};
 
@@ -18,6 +18,23 @@ fn matmul_services(workers: usize) -> Vec<Box<dyn Service>> {
             Box::new(KernelService::new(prepared)) as Box<dyn Service>
         })
         .collect()
+}
+
+/// The curve of `config` in real time, unpinned (tests must not depend on the CPUs they get).
+fn measure(
+    config: &CurveConfig,
+    plan: &PlacementPlan,
+    services: &mut [Box<dyn Service>],
+    on_point: impl FnMut(&PointResult),
+) -> Result<Curve, LatencyError> {
+    run_curve(
+        &MonotonicClock::new(),
+        config,
+        plan,
+        services,
+        false,
+        on_point,
+    )
 }
 
 #[test]
@@ -34,14 +51,9 @@ fn every_measured_request_is_accounted_for_with_consistent_times() {
         ..CurveConfig::default()
     };
     let mut reported = Vec::new();
-    let curve = run_curve(
-        &MonotonicClock::new(),
-        &config,
-        &plan,
-        &mut services,
-        false,
-        |point| reported.push(point.offered_qps),
-    )
+    let curve = measure(&config, &plan, &mut services, |point| {
+        reported.push(point.offered_qps)
+    })
     .unwrap();
     assert_eq!(curve.placement, "cores");
     assert_eq!(reported[0], 1000.0, "loads run in ascending order");
@@ -86,15 +98,7 @@ fn an_overloaded_server_saturates_within_the_bounds() {
         },
         ..CurveConfig::default()
     };
-    let curve = run_curve(
-        &MonotonicClock::new(),
-        &config,
-        &plan,
-        &mut services,
-        false,
-        |_| {},
-    )
-    .unwrap();
+    let curve = measure(&config, &plan, &mut services, |_| {}).unwrap();
     assert_eq!(
         curve.points.len(),
         1,
@@ -139,15 +143,7 @@ fn bad_configurations_are_refused_before_measuring() {
         },
     ] {
         let mut measured = false;
-        let error = run_curve(
-            &MonotonicClock::new(),
-            &config,
-            &plan,
-            &mut services,
-            false,
-            |_| measured = true,
-        )
-        .unwrap_err();
+        let error = measure(&config, &plan, &mut services, |_| measured = true).unwrap_err();
         assert!(
             matches!(error, LatencyError::BadConfig(_)),
             "{config:?}: {error}"

@@ -579,6 +579,33 @@ mod tests {
         run_point(&point, &mut services, &one_worker(), false).unwrap()
     }
 
+    fn one_per_microsecond(count: u64) -> Vec<u64> {
+        (0..count).map(|i| i * 1_000).collect()
+    }
+
+    fn bounds(max_backlog: usize, max_duration: Duration) -> Bounds {
+        Bounds {
+            max_backlog,
+            max_duration,
+        }
+    }
+
+    /// One worker serving `arrivals_ns` (the first a warm-up) in real time.
+    fn real_time(
+        arrivals_ns: &[u64],
+        bounds: Bounds,
+        service: Box<dyn Service>,
+    ) -> Result<PointResult, LatencyError> {
+        let point = LoadPoint {
+            clock: &MonotonicClock::new(),
+            offered_qps: 1e6,
+            arrivals_ns,
+            warmup: 1,
+            bounds,
+        };
+        run_point(&point, &mut [service], &one_worker(), false)
+    }
+
     #[test]
     fn queue_service_and_sojourn_follow_the_fifo_schedule() {
         let result = simulated(&[0, 1_000, 2_000, 30_000], 1, 5_000, Bounds::default());
@@ -608,12 +635,13 @@ mod tests {
     fn a_server_that_falls_behind_stops_at_the_duration_bound() {
         // 100 requests arrive within 100 µs; each takes 1 ms; the bound is 10 ms. The request
         // completing at 11 ms is the first past the bound, so requests 0…10 complete.
-        let arrivals: Vec<u64> = (0..100).map(|i| i * 1_000).collect();
-        let bounds = Bounds {
-            max_backlog: 1_000,
-            max_duration: Duration::from_millis(10),
-        };
-        let result = simulated(&arrivals, 1, 1_000_000, bounds);
+        let arrivals = one_per_microsecond(100);
+        let result = simulated(
+            &arrivals,
+            1,
+            1_000_000,
+            bounds(1_000, Duration::from_millis(10)),
+        );
         assert_eq!(result.stopped, Some(StopReason::Duration));
         assert!(result.saturated());
         assert_eq!(result.samples.len(), 10);
@@ -624,20 +652,10 @@ mod tests {
     fn a_growing_backlog_ends_the_point_instead_of_hanging() {
         // 5000 requests of 1 ms each cannot complete within the 2 s bound, whatever the
         // scheduling; normally the 20-request backlog bound ends the run after a few ms.
-        let arrivals: Vec<u64> = (0..5_000).map(|i| i * 1_000).collect();
-        let point = LoadPoint {
-            clock: &MonotonicClock::new(),
-            offered_qps: 1e6,
-            arrivals_ns: &arrivals,
-            warmup: 1,
-            bounds: Bounds {
-                max_backlog: 20,
-                max_duration: Duration::from_secs(2),
-            },
-        };
-        let mut services: Vec<Box<dyn Service>> =
-            vec![Box::new(SleepingService(Duration::from_millis(1)))];
-        let result = run_point(&point, &mut services, &one_worker(), false).unwrap();
+        let arrivals = one_per_microsecond(5_000);
+        let service = SleepingService(Duration::from_millis(1));
+        let bounds = bounds(20, Duration::from_secs(2));
+        let result = real_time(&arrivals, bounds, Box::new(service)).unwrap();
         assert!(result.saturated());
         assert!(result.dropped > 0);
         // Every request is either measured, the (possibly completed) warm-up one, or dropped.
@@ -653,16 +671,8 @@ mod tests {
                 Err(LatencyError::BadConfig("broken service".into()))
             }
         }
-        let arrivals: Vec<u64> = (0..1_000).map(|i| i * 1_000).collect();
-        let point = LoadPoint {
-            clock: &MonotonicClock::new(),
-            offered_qps: 1e6,
-            arrivals_ns: &arrivals,
-            warmup: 1,
-            bounds: Bounds::default(),
-        };
-        let mut services: Vec<Box<dyn Service>> = vec![Box::new(Failing)];
-        let error = run_point(&point, &mut services, &one_worker(), false).unwrap_err();
+        let arrivals = one_per_microsecond(1_000);
+        let error = real_time(&arrivals, Bounds::default(), Box::new(Failing)).unwrap_err();
         assert_eq!(error.to_string(), "broken service");
     }
 
