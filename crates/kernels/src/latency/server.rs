@@ -15,6 +15,7 @@
 //! Beyond saturation the queue grows without limit, so measuring on would only measure the bound.
 
 use std::collections::VecDeque;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -385,12 +386,16 @@ pub fn run_point<C: Clock>(
             .map(|(service, &cpu)| {
                 let queue = &queue;
                 scope.spawn(move || {
-                    let served = pin_to(pin.then_some(cpu))
-                        .and_then(|()| serve(point, origin_ns, queue, service.as_mut()));
-                    if served.is_err() {
+                    let served = panic::catch_unwind(AssertUnwindSafe(|| {
+                        pin_to(pin.then_some(cpu))
+                            .and_then(|()| serve(point, origin_ns, queue, service.as_mut()))
+                    }));
+                    // A failed or panicking worker ends the run at once rather than leaving the
+                    // generator to play out its whole schedule.
+                    if !matches!(served, Ok(Ok(_))) {
                         queue.abort();
                     }
-                    served
+                    served.unwrap_or_else(|payload| panic::resume_unwind(payload))
                 })
             })
             .collect();
@@ -403,14 +408,14 @@ pub fn run_point<C: Clock>(
         });
         let generated = generator.join().unwrap_or_else(|payload| {
             queue.abort();
-            std::panic::resume_unwind(payload)
+            panic::resume_unwind(payload)
         });
         let mut outcomes: Vec<_> = workers
             .into_iter()
             .map(|worker| {
                 worker
                     .join()
-                    .unwrap_or_else(|payload| std::panic::resume_unwind(payload))
+                    .unwrap_or_else(|payload| panic::resume_unwind(payload))
             })
             .collect();
         outcomes.push(generated.map(|()| Vec::new()));
@@ -674,6 +679,25 @@ mod tests {
         let arrivals = one_per_microsecond(1_000);
         let error = real_time(&arrivals, Bounds::default(), Box::new(Failing)).unwrap_err();
         assert_eq!(error.to_string(), "broken service");
+    }
+
+    #[test]
+    fn a_panicking_service_ends_the_point_and_propagates_the_panic() {
+        struct Panicking;
+        impl Service for Panicking {
+            fn serve(&mut self) -> Result<(), LatencyError> {
+                panic!("service bug")
+            }
+        }
+        // A schedule of 100 s: only the abort ends this point quickly (the generator notices it
+        // at its next arrival, 0.1 s after the panic).
+        let arrivals: Vec<u64> = (0..1_000).map(|i| i * 100_000_000).collect();
+        let bounds = bounds(1_000, Duration::from_secs(2_000));
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            real_time(&arrivals, bounds, Box::new(Panicking))
+        }));
+        let payload = outcome.unwrap_err();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"service bug"));
     }
 
     #[test]
