@@ -6,12 +6,28 @@
 //! line by line and hands out one integer at a time together with the line it
 //! came from. Readers ask for a value with a description of what they expect
 //! ("flow matrix entry A[2][3]"), which turns every error into a sentence a
-//! user can act on.
+//! user can act on. [`read_input_file`] is the one place such a file is read
+//! from disk.
 
 use std::path::Path;
 use std::str::SplitWhitespace;
 
 use super::InputError;
+use crate::kernel::KernelError;
+
+/// Reads the file at `path` and parses it with `parse` (one of the readers'
+/// `parse` functions): an unreadable file is [`KernelError::Io`], a malformed
+/// one [`KernelError::Input`].
+pub(crate) fn read_input_file<T>(
+    path: &Path,
+    parse: impl FnOnce(&Path, &[u8]) -> Result<T, InputError>,
+) -> Result<T, KernelError> {
+    let bytes = std::fs::read(path).map_err(|source| KernelError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(parse(path, &bytes)?)
+}
 
 /// A cursor over the integers of one input text.
 pub(crate) struct IntegerTokens<'a> {

@@ -2,7 +2,7 @@
 //! [`InputError`] naming the file and line, and never panics, whatever the bytes.
 
 pub mod floorplan;
-mod integer_tokens;
+pub(crate) mod integer_tokens;
 pub mod matrix_market;
 pub mod qaplib;
 

@@ -23,14 +23,14 @@
 //! re-checked (every cell inside the board, no overlaps, area = footprint).
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
 
 use crate::executor::{Executor, ExecutorError, SeqExecutor};
 use crate::input::floorplan::{FloorplanInput, Shape, BOARD_SIDE};
+use crate::input::integer_tokens::read_input_file;
 use crate::kernel::{
     timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
 };
+use crate::kernels::shared_minimum::SharedMinimum;
 
 /// The input used when `--input` is not given (generated, 10 cells).
 const BUNDLED_INPUT: &str = include_str!("../../data/floorplan-10.txt");
@@ -83,10 +83,14 @@ impl Kernel for Floorplan {
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
         let cutoff = params.get_usize(self, "cutoff")?;
         let input = match params.get_path(self, "input")? {
-            Some(path) => read_input(&path)?,
+            Some(path) => read_input_file(&path, FloorplanInput::parse)?,
             None => FloorplanInput::parse(Path::new(BUNDLED_NAME), BUNDLED_INPUT.as_bytes())?,
         };
-        let reference = solve(&SeqExecutor::new(), &input, 0)?.map(|plan| plan.area);
+        let reference_plan = solve(&SeqExecutor::new(), &input, 0)?;
+        if let Some(plan) = &reference_plan {
+            check_plan(&input, plan)?;
+        }
+        let reference = reference_plan.map(|plan| plan.area);
         if let Some(expected) = input.expected_area() {
             report_expected_area(reference, expected);
         }
@@ -96,14 +100,6 @@ impl Kernel for Floorplan {
             reference,
         }))
     }
-}
-
-fn read_input(path: &Path) -> Result<FloorplanInput, KernelError> {
-    let bytes = std::fs::read(path).map_err(|source| KernelError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    Ok(FloorplanInput::parse(path, &bytes)?)
 }
 
 /// The file's area is informational: say loudly when ours differs.
@@ -258,34 +254,8 @@ struct Plan {
     placed: Vec<Option<Rect>>,
 }
 
-/// The best complete floorplan so far, shared by all tasks.
-struct BestPlan {
-    area: AtomicU64,
-    plan: Mutex<Option<Plan>>,
-}
-
-impl BestPlan {
-    fn bound(&self) -> u64 {
-        // Relaxed: a stale bound is never below the true one, so it only
-        // prunes less; the plan itself is published under the mutex.
-        self.area.load(Ordering::Relaxed)
-    }
-
-    fn offer(&self, layout: &Layout) {
-        let area = layout.area();
-        // Relaxed: fetch_min is one atomic step; whoever lowered the bound
-        // records its plan under the mutex, where the smaller area wins.
-        if area < self.area.fetch_min(area, Ordering::Relaxed) {
-            let mut plan = self.plan.lock().unwrap_or_else(PoisonError::into_inner);
-            if plan.as_ref().is_none_or(|kept| area < kept.area) {
-                *plan = Some(Plan {
-                    area,
-                    placed: layout.placed.clone(),
-                });
-            }
-        }
-    }
-}
+/// The best complete floorplan so far (the placed cells), shared by all tasks.
+type BestPlan = SharedMinimum<Vec<Option<Rect>>>;
 
 /// One way to place the next cell: a shape and a north-west corner.
 #[derive(Clone, Copy, Debug)]
@@ -310,8 +280,18 @@ fn candidates(input: &FloorplanInput, layout: &Layout, id: usize) -> Vec<Candida
         .collect()
 }
 
-/// Places `candidate` for cell `id` on a copy of `layout`; `None` if it does not fit.
-fn placed_copy(layout: &Layout, id: usize, candidate: Candidate) -> Option<Layout> {
+/// Places `candidate` for the cell at position `level` of the order on a copy
+/// of `layout` (BOTS's task body): a complete floorplan is offered as the new
+/// best; a partial one is returned for the next cell only while its area is
+/// below the best; a candidate that does not fit gives nothing.
+fn extend(
+    input: &FloorplanInput,
+    layout: &Layout,
+    level: usize,
+    candidate: Candidate,
+    best: &BestPlan,
+) -> Option<Layout> {
+    let order = input.placement_order();
     let rect = Rect {
         top: candidate.top,
         bot: candidate.top + i64::from(candidate.shape.rows) - 1,
@@ -319,7 +299,15 @@ fn placed_copy(layout: &Layout, id: usize, candidate: Candidate) -> Option<Layou
         rhs: candidate.lhs + i64::from(candidate.shape.cols) - 1,
     };
     let mut child = layout.clone();
-    child.lay_down(id, rect).then_some(child)
+    if !child.lay_down(order[level], rect) {
+        return None;
+    }
+    if level + 1 == order.len() {
+        best.offer(child.area(), || child.placed.clone());
+        None
+    } else {
+        (child.area() < best.bound()).then_some(child)
+    }
 }
 
 /// The minimal-area floorplan of `input` (`None` if no floorplan has an area
@@ -329,20 +317,14 @@ fn solve(
     input: &FloorplanInput,
     cutoff: usize,
 ) -> Result<Option<Plan>, ExecutorError> {
-    let best = BestPlan {
-        area: AtomicU64::new(INITIAL_BEST_AREA),
-        plan: Mutex::new(None),
-    };
+    let best = BestPlan::new(INITIAL_BEST_AREA);
     let layout = Layout::empty(input.cell_count());
     place_tasks(exec, input, &layout, 0, cutoff, &best)?;
-    Ok(best
-        .plan
-        .into_inner()
-        .unwrap_or_else(PoisonError::into_inner))
+    Ok(best.into_best().map(|(area, placed)| Plan { area, placed }))
 }
 
-/// Places the cell at position `level` of the order, then recurses to the
-/// next, while the area stays below the best (BOTS `add_cell`).
+/// Tries every candidate for the cell at position `level` of the order, one
+/// task each, and goes on to the next cell (BOTS `add_cell`).
 fn place_tasks(
     exec: &dyn Executor,
     input: &FloorplanInput,
@@ -355,31 +337,19 @@ fn place_tasks(
         place_sequential(input, layout, level, best);
         return Ok(());
     }
-    let order = input.placement_order();
-    let id = order[level];
-    let candidates = candidates(input, layout, id);
+    let candidates = candidates(input, layout, input.placement_order()[level]);
     exec.for_each_task(candidates.len(), &|index| {
-        if let Some(child) = placed_copy(layout, id, candidates[index]) {
-            if level + 1 == order.len() {
-                best.offer(&child);
-            } else if child.area() < best.bound() {
-                place_tasks(exec, input, &child, level + 1, cutoff, best)?;
-            }
+        if let Some(child) = extend(input, layout, level, candidates[index], best) {
+            place_tasks(exec, input, &child, level + 1, cutoff, best)?;
         }
         Ok(())
     })
 }
 
 fn place_sequential(input: &FloorplanInput, layout: &Layout, level: usize, best: &BestPlan) {
-    let order = input.placement_order();
-    let id = order[level];
-    for candidate in candidates(input, layout, id) {
-        if let Some(child) = placed_copy(layout, id, candidate) {
-            if level + 1 == order.len() {
-                best.offer(&child);
-            } else if child.area() < best.bound() {
-                place_sequential(input, &child, level + 1, best);
-            }
+    for candidate in candidates(input, layout, input.placement_order()[level]) {
+        if let Some(child) = extend(input, layout, level, candidate, best) {
+            place_sequential(input, &child, level + 1, best);
         }
     }
 }
@@ -426,26 +396,23 @@ fn check_plan(input: &FloorplanInput, plan: &Plan) -> Result<(), KernelError> {
 mod tests {
     use super::*;
 
-    /// Minimal area by visiting every complete floorplan, no pruning.
+    /// Minimal area by visiting every complete floorplan, no pruning: a
+    /// fresh bound per candidate (the initial one) lets `extend` go
+    /// everywhere, and every complete floorplan's area is collected.
     fn exhaustive_min_area(input: &FloorplanInput) -> Option<u64> {
-        fn visit(input: &FloorplanInput, layout: &Layout, level: usize, best: &mut Option<u64>) {
-            let order = input.placement_order();
-            if level == order.len() {
-                let area = layout.area();
-                if area < INITIAL_BEST_AREA && best.is_none_or(|b| area < b) {
-                    *best = Some(area);
-                }
-                return;
-            }
-            for candidate in candidates(input, layout, order[level]) {
-                if let Some(child) = placed_copy(layout, order[level], candidate) {
-                    visit(input, &child, level + 1, best);
+        fn visit(input: &FloorplanInput, layout: &Layout, level: usize, areas: &mut Vec<u64>) {
+            for candidate in candidates(input, layout, input.placement_order()[level]) {
+                let never_prunes = BestPlan::new(INITIAL_BEST_AREA);
+                if let Some(child) = extend(input, layout, level, candidate, &never_prunes) {
+                    visit(input, &child, level + 1, areas);
+                } else if let Some((area, _)) = never_prunes.into_best() {
+                    areas.push(area);
                 }
             }
         }
-        let mut best = None;
-        visit(input, &Layout::empty(input.cell_count()), 0, &mut best);
-        best
+        let mut areas = Vec::new();
+        visit(input, &Layout::empty(input.cell_count()), 0, &mut areas);
+        areas.into_iter().min()
     }
 
     fn shape(rows: u32, cols: u32) -> Shape {
@@ -580,6 +547,13 @@ mod tests {
         let input =
             FloorplanInput::parse(Path::new(BUNDLED_NAME), BUNDLED_INPUT.as_bytes()).unwrap();
         assert!(solve(&SeqExecutor::new(), &input, 0).unwrap().is_some());
+    }
+
+    #[test]
+    fn exhaustive_search_confirms_the_area_written_in_the_small_bundled_input() {
+        let text = include_str!("../../data/floorplan-5.txt");
+        let input = FloorplanInput::parse(Path::new("floorplan-5.txt"), text.as_bytes()).unwrap();
+        assert_eq!(exhaustive_min_area(&input), input.expected_area());
     }
 
     #[test]

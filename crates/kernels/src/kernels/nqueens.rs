@@ -17,8 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::executor::{Executor, ExecutorError};
 use crate::kernel::{
-    bad_param, timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel,
-    RunReport,
+    timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
 };
 
 /// Number of solutions of the N-queens problem for N = 1, 2, … (OEIS A000170).
@@ -85,11 +84,7 @@ impl Kernel for NQueens {
         params: &Params,
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
-        let n = params.get_usize(self, "n")?;
-        if !(1..=SOLUTION_COUNTS.len()).contains(&n) {
-            let reason = format!("N must be between 1 and {}", SOLUTION_COUNTS.len());
-            return Err(bad_param(self, "n", &n.to_string(), &reason));
-        }
+        let n = params.get_usize_in(self, "n", 1..=SOLUTION_COUNTS.len())?;
         let cutoff = params.get_usize(self, "cutoff")?;
         Ok(Box::new(PreparedNQueens {
             n,

@@ -20,15 +20,14 @@
 //! in the input file is only compared and reported, never trusted.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
 
 use crate::executor::{Executor, ExecutorError, SeqExecutor};
+use crate::input::integer_tokens::read_input_file;
 use crate::input::qaplib::QapInstance;
 use crate::kernel::{
-    bad_param, timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel,
-    RunReport,
+    timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
 };
+use crate::kernels::shared_minimum::SharedMinimum;
 
 /// The `qap` kernel.
 pub(crate) struct Qap;
@@ -82,22 +81,19 @@ impl Kernel for Qap {
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
         let cutoff = params.get_usize(self, "cutoff")?;
-        let instance = match params.get_path(self, "input")? {
-            Some(path) => read_instance(&path)?,
+        let path = params.get_path(self, "input")?;
+        let instance = match &path {
+            Some(path) => read_input_file(path, QapInstance::parse)?,
             None => {
-                let n = params.get_usize(self, "n")?;
-                if !(1..=MAX_GENERATED_SIZE).contains(&n) {
-                    let reason =
-                        format!("the generated size must be between 1 and {MAX_GENERATED_SIZE}");
-                    return Err(bad_param(self, "n", &n.to_string(), &reason));
-                }
+                let n = params.get_usize_in(self, "n", 1..=MAX_GENERATED_SIZE)?;
                 let seed = params.get_usize(self, "seed")?;
                 QapInstance::generate(n, seed as u64)
             }
         };
         let reference = solve(&SeqExecutor::new(), &instance, 0)?;
-        if let Some(expected) = instance.expected_optimum() {
-            report_expected_optimum(reference.cost, expected);
+        check_solution(&instance, &reference, reference.cost)?;
+        if let Some(path) = path {
+            report_file_solution(&path, &instance, &reference);
         }
         Ok(Box::new(PreparedQap {
             cutoff: cutoff.min(instance.size()),
@@ -112,22 +108,22 @@ impl Kernel for Qap {
 /// [`MAX_QAP_SIZE`](crate::input::qaplib::MAX_QAP_SIZE)).
 const MAX_GENERATED_SIZE: usize = 16;
 
-fn read_instance(path: &Path) -> Result<QapInstance, KernelError> {
-    let bytes = std::fs::read(path).map_err(|source| KernelError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    Ok(QapInstance::parse(path, &bytes)?)
-}
-
-/// The file's optimum is informational: say loudly when ours differs.
-fn report_expected_optimum(found: u64, expected: u64) {
-    if found == expected {
-        eprintln!("qap: optimum {found} matches the optimum given in the input file");
-    } else {
-        eprintln!(
-            "qap: WARNING: MISMATCH: the optimum found is {found}, the input file says {expected}"
-        );
+/// A user-given instance gets its answer printed (once per prepare, on
+/// stderr, so tables on stdout stay clean).
+fn report_file_solution(path: &Path, instance: &QapInstance, solution: &Assignment) {
+    let (found, file) = (solution.cost, path.display());
+    eprintln!(
+        "qap: {file}: optimum {found}, facility i at location p[i] with p = {:?}",
+        solution.locations
+    );
+    match instance.expected_optimum() {
+        Some(expected) if expected == found => {
+            eprintln!("qap: {file}: the optimum matches the one given in the file");
+        }
+        Some(expected) => eprintln!(
+            "qap: {file}: WARNING: MISMATCH: the optimum found is {found}, the file says {expected}"
+        ),
+        None => {}
     }
 }
 
@@ -192,49 +188,7 @@ pub(crate) struct Assignment {
 }
 
 /// The best assignment found so far, shared by all tasks.
-struct Incumbent {
-    /// Cost of the best complete assignment (`u64::MAX` before the first).
-    cost: AtomicU64,
-    /// The assignment behind `cost`; written only after lowering `cost`.
-    best: Mutex<Option<Assignment>>,
-}
-
-impl Incumbent {
-    fn bound(&self) -> u64 {
-        // Relaxed: a stale bound is never lower than the true one, so it can
-        // only prune less, never cut off an optimum.
-        self.cost.load(Ordering::Relaxed)
-    }
-
-    /// Lowers the shared bound to `cost` if that improves it, retrying when
-    /// another task changed the bound in between; keeps the assignment.
-    fn offer(&self, locations: &[usize], cost: u64) {
-        let mut current = self.bound();
-        while cost < current {
-            // Relaxed: the bound is a single value whose only use is the
-            // comparison; the assignment itself is published under the mutex.
-            match self.cost.compare_exchange_weak(
-                current,
-                cost,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    let mut best = self.best.lock().unwrap_or_else(PoisonError::into_inner);
-                    // Two improvements can take the mutex in either order: keep the cheaper.
-                    if best.as_ref().is_none_or(|kept| cost < kept.cost) {
-                        *best = Some(Assignment {
-                            locations: locations.to_vec(),
-                            cost,
-                        });
-                    }
-                    return;
-                }
-                Err(actual) => current = actual,
-            }
-        }
-    }
-}
+type Incumbent = SharedMinimum<Vec<usize>>;
 
 /// A partial assignment of facilities `0..locations.len()`.
 ///
@@ -343,27 +297,18 @@ pub(crate) fn solve(
     instance: &QapInstance,
     cutoff: usize,
 ) -> Result<Assignment, ExecutorError> {
-    let incumbent = Incumbent {
-        cost: AtomicU64::new(u64::MAX),
-        best: Mutex::new(None),
-    };
+    let incumbent = Incumbent::new(u64::MAX);
     let mut root = Node::root(instance);
     if cutoff == 0 {
         search_sequential(instance, &mut root, &incumbent);
     } else {
         search_tasks(exec, instance, &root, cutoff, &incumbent)?;
     }
-    let best = incumbent
-        .best
-        .into_inner()
-        .unwrap_or_else(PoisonError::into_inner);
     // Every instance has a permutation, and the first complete assignment
     // beats `u64::MAX` (the reader keeps costs below it); should that ever
     // fail, the empty assignment is caught by validation as "not a permutation".
-    Ok(best.unwrap_or(Assignment {
-        locations: Vec::new(),
-        cost: u64::MAX,
-    }))
+    let (cost, locations) = incumbent.into_best().unwrap_or((u64::MAX, Vec::new()));
+    Ok(Assignment { locations, cost })
 }
 
 fn search_tasks(
@@ -381,7 +326,7 @@ fn search_tasks(
         let mut child = node.clone();
         child.assign(instance, free[index]);
         if child.is_complete() {
-            incumbent.offer(&child.locations, child.cost);
+            incumbent.offer(child.cost, || child.locations.clone());
         } else if child.lower_bound() < incumbent.bound() {
             if child.locations.len() < cutoff {
                 search_tasks(exec, instance, &child, cutoff, incumbent)?;
@@ -400,7 +345,7 @@ fn search_sequential(instance: &QapInstance, node: &mut Node, incumbent: &Incumb
         }
         node.assign(instance, location);
         if node.is_complete() {
-            incumbent.offer(&node.locations, node.cost);
+            incumbent.offer(node.cost, || node.locations.clone());
         } else if node.lower_bound() < incumbent.bound() {
             search_sequential(instance, node, incumbent);
         }
@@ -412,41 +357,39 @@ fn search_sequential(instance: &QapInstance, node: &mut Node, incumbent: &Incumb
 mod tests {
     use super::*;
 
-    /// Minimum cost over all permutations, by Heap's algorithm.
-    fn brute_force(instance: &QapInstance) -> u64 {
-        let mut permutation: Vec<usize> = (0..instance.size()).collect();
-        let mut counters = vec![0; permutation.len()];
-        let mut best = instance.cost(&permutation);
-        let mut i = 1;
-        while i < permutation.len() {
-            if counters[i] < i {
-                let swap_with = if i % 2 == 0 { 0 } else { counters[i] };
-                permutation.swap(swap_with, i);
-                best = best.min(instance.cost(&permutation));
-                counters[i] += 1;
-                i = 1;
-            } else {
-                counters[i] = 0;
-                i += 1;
-            }
-        }
-        best
+    #[test]
+    fn two_facilities_take_the_cheaper_of_the_two_assignments() {
+        // Identity: 2·5 + 3·7 = 31; swapped: 2·7 + 3·5 = 29.
+        let instance = QapInstance::from_matrices(2, vec![0, 2, 3, 0], vec![0, 5, 7, 0]).unwrap();
+        let solution = solve(&SeqExecutor::new(), &instance, 1).unwrap();
+        assert_eq!((solution.locations, solution.cost), (vec![1, 0], 29));
     }
 
     #[test]
-    fn branch_and_bound_matches_brute_force_on_small_instances() {
-        for n in 1..=6 {
-            for seed in 0..3 {
-                let instance = QapInstance::generate(n, seed);
-                let solution = solve(&SeqExecutor::new(), &instance, 2).unwrap();
-                assert_eq!(
-                    solution.cost,
-                    brute_force(&instance),
-                    "n = {n}, seed = {seed}"
-                );
-                assert_eq!(instance.cost(&solution.locations), solution.cost);
+    fn every_cutoff_finds_the_same_optimum() {
+        // Against brute force: tests/known_answers.rs.
+        for n in 1..=7 {
+            let instance = QapInstance::generate(n, n as u64);
+            let reference = solve(&SeqExecutor::new(), &instance, 0).unwrap();
+            for cutoff in 1..=n {
+                let solution = solve(&SeqExecutor::new(), &instance, cutoff).unwrap();
+                assert_eq!(solution.cost, reference.cost, "n = {n}, cutoff {cutoff}");
+                check_solution(&instance, &solution, reference.cost).unwrap();
             }
         }
+    }
+
+    #[test]
+    fn lower_bound_never_exceeds_the_best_completion() {
+        let instance = QapInstance::generate(6, 9);
+        let optimum = solve(&SeqExecutor::new(), &instance, 0).unwrap().cost;
+        let mut root = Node::root(&instance);
+        assert!(root.lower_bound() <= optimum);
+        root.assign(&instance, 3);
+        let before = root.linear.clone();
+        root.assign(&instance, 1);
+        root.unassign(&instance);
+        assert_eq!(root.linear, before, "unassign undoes assign");
     }
 
     #[test]
@@ -460,20 +403,6 @@ mod tests {
             cost: solution.cost,
         };
         assert!(check_solution(&instance, &forged, solution.cost).is_err());
-    }
-
-    #[test]
-    fn offer_keeps_the_cheapest_assignment() {
-        let incumbent = Incumbent {
-            cost: AtomicU64::new(u64::MAX),
-            best: Mutex::new(None),
-        };
-        incumbent.offer(&[1, 0], 30);
-        incumbent.offer(&[0, 1], 40);
-        incumbent.offer(&[0, 1], 20);
-        assert_eq!(incumbent.bound(), 20);
-        let best = incumbent.best.into_inner().unwrap().unwrap();
-        assert_eq!((best.locations, best.cost), (vec![0, 1], 20));
     }
 
     #[test]

@@ -15,8 +15,11 @@
 //! them one after another would wait forever, so the barrier gives up after
 //! [`BARRIER_PATIENCE`] and the run is reported as an error instead.
 //!
-//! The lock is a parameter ([`LockKind`]): every lock implements [`ForkLock`],
-//! so adding the atomics crate's locks is one variant and one match arm.
+//! The lock is a parameter (`--lock tas|ttas|ticket|std`, the names of
+//! [`MutexKind`]): `std::sync::Mutex` or one of parbench-atomics' spin locks
+//! on the backend given by `--param backend=…` (default: the best this CPU
+//! has). Every lock implements [`ForkLock`], and the kernel is generic over
+//! it, so the lock calls are direct, not dispatched per meal.
 //!
 //! Validation: the meals eaten add up to `n · meals`, and every fork was used
 //! exactly `2 · meals` times (by its two neighbours). A fork's use counter is
@@ -28,17 +31,22 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use parbench_atomics::{Backend, MutexKind, SpinMutex, SpinMutexGuard};
+
 use crate::executor::{Executor, ExecutorError};
 use crate::kernel::{
     bad_param, timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel,
     RunReport,
 };
 
+/// Most philosophers at one table (each is a fork and a few counters).
+const MAX_PHILOSOPHERS: usize = 4096;
+
 /// How long the start barrier waits for the other tables.
 pub(crate) const BARRIER_PATIENCE: Duration = Duration::from_secs(5);
 
 /// A mutual-exclusion lock usable as a fork.
-pub(crate) trait ForkLock: Default + Send + Sync {
+pub(crate) trait ForkLock: Send + Sync {
     /// Held fork; dropping it puts the fork back.
     type Guard<'a>
     where
@@ -71,20 +79,16 @@ impl ForkLock for StdMutexLock {
     }
 }
 
-/// The locks a run can use (`--lock`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LockKind {
-    /// `std::sync::Mutex`.
-    Std,
-}
+/// A parbench-atomics spin lock (TAS, TTAS or ticket) as a fork.
+impl ForkLock for SpinMutex<()> {
+    type Guard<'a> = SpinMutexGuard<'a, ()>;
 
-impl LockKind {
-    const ALL: [LockKind; 1] = [LockKind::Std];
+    fn lock(&self) -> Self::Guard<'_> {
+        SpinMutex::lock(self)
+    }
 
-    fn name(self) -> &'static str {
-        match self {
-            LockKind::Std => "std",
-        }
+    fn try_lock(&self) -> Option<Self::Guard<'_>> {
+        SpinMutex::try_lock(self)
     }
 }
 
@@ -105,7 +109,7 @@ impl Kernel for Round {
             ParamSpec {
                 name: "n",
                 default: "16",
-                help: "number of philosophers (at least 2)",
+                help: "number of philosophers (2..=4096)",
             },
             ParamSpec {
                 name: "meals",
@@ -115,7 +119,12 @@ impl Kernel for Round {
             ParamSpec {
                 name: "lock",
                 default: "std",
-                help: "fork lock: std (std::sync::Mutex)",
+                help: "fork lock: tas, ttas, ticket (parbench-atomics spin locks) or std (std::sync::Mutex)",
+            },
+            ParamSpec {
+                name: "backend",
+                default: "",
+                help: "atomics backend of the spin locks: lse, llsc or portable (default: the best available)",
             },
         ]
     }
@@ -133,41 +142,60 @@ impl Kernel for Round {
         params: &Params,
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
-        let philosophers = params.get_usize(self, "n")?;
-        if philosophers < 2 {
-            let reason = "a round table needs at least 2 philosophers (one has a single fork)";
-            return Err(bad_param(self, "n", &philosophers.to_string(), reason));
-        }
+        // One philosopher would need the same fork twice.
+        let philosophers = params.get_usize_in(self, "n", 2..=MAX_PHILOSOPHERS)?;
         let meals = params.get_usize(self, "meals")? as u64;
-        let names = LockKind::ALL.map(LockKind::name);
+        let names = MutexKind::ALL.map(MutexKind::name);
         let chosen = params.get_choice(self, "lock", &names)?;
-        let lock = LockKind::ALL
+        let kind = MutexKind::ALL
             .into_iter()
             .find(|kind| kind.name() == chosen)
-            .unwrap_or(LockKind::Std);
-        Ok(Box::new(PreparedRound {
-            philosophers,
-            meals,
-            lock,
-        }))
+            .unwrap_or(MutexKind::Std);
+        let backend = match params.get_str(self, "backend")? {
+            "" => Backend::best(),
+            name => name.parse().map_err(|error: parbench_atomics::Error| {
+                bad_param(self, "backend", name, &error.to_string())
+            })?,
+        };
+        let new_spin_lock = |lock| SpinMutex::new(lock, backend, ());
+        match kind {
+            MutexKind::Std => {
+                PreparedRound::boxed(philosophers, meals, || Ok(StdMutexLock::default()))
+            }
+            MutexKind::Spin(lock) => {
+                PreparedRound::boxed(philosophers, meals, || new_spin_lock(lock))
+            }
+        }
+        // The only way to fail: the CPU cannot run the chosen backend.
+        .map_err(|error| bad_param(self, "backend", backend.name(), &error.to_string()))
     }
 }
 
-struct PreparedRound {
-    philosophers: usize,
+/// The table, laid for one lock type.
+struct PreparedRound<L> {
+    forks: Vec<Fork<L>>,
     meals: u64,
-    lock: LockKind,
 }
 
-impl PreparedKernel for PreparedRound {
+impl<L: ForkLock + 'static> PreparedRound<L> {
+    fn boxed(
+        philosophers: usize,
+        meals: u64,
+        new_lock: impl Fn() -> Result<L, parbench_atomics::Error>,
+    ) -> Result<Box<dyn PreparedKernel>, parbench_atomics::Error> {
+        let forks = (0..philosophers)
+            .map(|_| Ok(Fork::new(new_lock()?)))
+            .collect::<Result<_, parbench_atomics::Error>>()?;
+        Ok(Box::new(Self { forks, meals }))
+    }
+}
+
+impl<L: ForkLock> PreparedKernel for PreparedRound<L> {
     fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
-        let (dinner, elapsed) = match self.lock {
-            LockKind::Std => timed(exec, || {
-                dine::<StdMutexLock>(exec, self.philosophers, self.meals)
-            })?,
-        };
+        self.forks.iter_mut().for_each(Fork::clear);
+        let (dinner, elapsed) = timed(exec, || dine(exec, &self.forks, self.meals))?;
         let dinner = dinner?;
-        dinner.check(self.philosophers, self.meals)?;
+        dinner.check(self.forks.len(), self.meals)?;
         Ok(RunReport {
             elapsed,
             metrics: vec![
@@ -180,7 +208,6 @@ impl PreparedKernel for PreparedRound {
 
 /// One fork, on its own cache line so neighbouring forks do not share one.
 #[repr(align(64))]
-#[derive(Default)]
 struct Fork<L> {
     lock: L,
     /// Times this fork was picked up; only written while holding `lock`.
@@ -190,6 +217,20 @@ struct Fork<L> {
 }
 
 impl<L: ForkLock> Fork<L> {
+    fn new(lock: L) -> Self {
+        Self {
+            lock,
+            uses: AtomicU64::new(0),
+            in_use: AtomicBool::new(false),
+        }
+    }
+
+    /// Forgets the previous run's uses.
+    fn clear(&mut self) {
+        *self.uses.get_mut() = 0;
+        *self.in_use.get_mut() = false;
+    }
+
     /// Marks the fork used by the holder of its lock. The counter is bumped
     /// with a separate load and store on purpose: under a correct lock no one
     /// else writes it meanwhile; under a broken one, updates get lost.
@@ -285,10 +326,10 @@ impl StartBarrier {
 /// Runs the dinner on `exec` with forks of lock type `L`.
 fn dine<L: ForkLock>(
     exec: &dyn Executor,
-    philosophers: usize,
+    forks: &[Fork<L>],
     meals: u64,
 ) -> Result<Dinner, KernelError> {
-    let forks: Vec<Fork<L>> = (0..philosophers).map(|_| Fork::default()).collect();
+    let philosophers = forks.len();
     let tables = philosophers.min(exec.threads()).max(1);
     let barrier = StartBarrier::new(tables);
     let eaten = AtomicU64::new(0);
@@ -323,9 +364,10 @@ fn dine<L: ForkLock>(
     Ok(Dinner {
         meals: eaten.into_inner(),
         retries: retries.into_inner(),
+        // Relaxed: the executor has joined every task that wrote them.
         fork_uses: forks
-            .into_iter()
-            .map(|fork| fork.uses.into_inner())
+            .iter()
+            .map(|fork| fork.uses.load(Ordering::Relaxed))
             .collect(),
         violations: violations.into_inner(),
     })
@@ -356,11 +398,12 @@ fn eat<L: ForkLock>(left: &Fork<L>, right: &Fork<L>, violations: &AtomicU64) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::executor::SeqExecutor;
+    use crate::executor::{SeqExecutor, SpawnExecutor};
 
     #[test]
     fn sequential_dinner_validates() {
-        let dinner = dine::<StdMutexLock>(&SeqExecutor::new(), 5, 7).unwrap();
+        let forks: Vec<_> = (0..5).map(|_| Fork::new(StdMutexLock::default())).collect();
+        let dinner = dine(&SeqExecutor::new(), &forks, 7).unwrap();
         dinner.check(5, 7).unwrap();
         assert_eq!(dinner.retries, 0);
     }
@@ -384,8 +427,26 @@ mod tests {
     }
 
     #[test]
+    fn every_lock_serves_every_meal_on_concurrent_tables() {
+        let exec = SpawnExecutor::new(3);
+        for lock in MutexKind::ALL {
+            let params = Params::new()
+                .with("n", "7")
+                .with("meals", "300")
+                .with("lock", lock.name());
+            let mut prepared = Round.prepare(&params, 3).unwrap();
+            for _ in 0..2 {
+                let report = prepared
+                    .run(&exec)
+                    .unwrap_or_else(|e| panic!("{lock}: {e}"));
+                assert_eq!(report.metrics[0].value, 7.0 * 300.0, "{lock}");
+            }
+        }
+    }
+
+    #[test]
     fn taking_a_fork_in_use_is_a_violation() {
-        let fork = Fork::<StdMutexLock>::default();
+        let fork = Fork::new(StdMutexLock::default());
         let violations = AtomicU64::new(0);
         fork.take(&violations);
         fork.take(&violations);
@@ -402,8 +463,13 @@ mod tests {
             Round.prepare(&params, 1),
             Err(KernelError::BadParam { .. })
         ));
-        let params = Params::new().with("lock", "tas");
+        let params = Params::new().with("lock", "mcs");
         let error = Round.prepare(&params, 1).err().unwrap().to_string();
-        assert!(error.contains("std"), "{error}");
+        assert!(error.contains("tas, ttas, ticket, std"), "{error}");
+        let params = Params::new().with("backend", "z80");
+        assert!(matches!(
+            Round.prepare(&params, 1),
+            Err(KernelError::BadParam { .. })
+        ));
     }
 }

@@ -3,11 +3,10 @@
 //!
 //! Executors built on parbench-scheduler answer with the scheduler's own probe
 //! ([`Executor::sched_time_probe`]); for the others the kernel measures the same thing through the
-//! loop: every iteration does a little work (so one thread cannot finish the loop before the
-//! others wake up) and each thread records when it first got a chunk. Threads that never got work
+//! loop: every iteration busy-waits for a microsecond (so one thread cannot finish the loop before
+//! the others wake up) and each thread records when it first got a chunk. Threads that never got work
 //! are simply absent; the `threads-started` metric shows how many did.
 
-use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::thread::{self, ThreadId};
@@ -52,11 +51,15 @@ impl Kernel for SchedTime {
 
 struct PreparedSchedTime;
 
-/// About a microsecond of work the optimiser cannot remove.
-fn iteration_work(i: usize) {
-    let mut x = i as u64;
-    for _ in 0..200 {
-        x = black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+/// Work per iteration: long enough that one thread cannot finish the loop before the others wake
+/// up, the same as the scheduler's own probe uses.
+const ITERATION_WORK: Duration = Duration::from_micros(1);
+
+/// Busy-waits for [`ITERATION_WORK`].
+fn iteration_work() {
+    let start = Instant::now();
+    while start.elapsed() < ITERATION_WORK {
+        std::hint::spin_loop();
     }
 }
 
@@ -78,7 +81,7 @@ fn through_the_loop(exec: &dyn Executor) -> Result<Vec<Duration>, KernelError> {
         }
         // Relaxed: read after the loop, whose completion orders it.
         covered.fetch_add(chunk.len(), Relaxed);
-        chunk.for_each(iteration_work);
+        chunk.for_each(|_| iteration_work());
     });
     let seen = first_seen
         .into_inner()

@@ -7,7 +7,8 @@
 //! rather than one instruction's latency. The compiler must not fold or vectorise the chains
 //! (`x + c + c + c + c` is `x + 4c` for integers): on x86-64 the operations are inline assembly,
 //! one scalar instruction each; elsewhere every step goes through `std::hint::black_box`.
-//! Floating-point chains alternate two operands that cancel (×2, ×½) so values stay exact.
+//! Floating-point values stay exact: addition chains add 1, multiplication and division chains
+//! alternate the operands 2 and ½, which cancel.
 //! `branch` steps a Galois LFSR per chain and branches on the bit shifted out (unpredictable);
 //! `load-dep` chases pointers through one random cycle over a `--kb` KiB buffer.
 //!
