@@ -75,16 +75,17 @@ pub struct SweepArgs {
     pub quiet: bool,
 }
 
-/// Timed runs per cell when `--runs` is not given: the default suite then fits in ~3 minutes on
-/// two cores.
-pub const DEFAULT_RUNS: usize = 10;
-/// Warm-up runs per cell when `--warmup` is not given.
-pub const DEFAULT_WARMUP: usize = 2;
+/// Timed runs per cell when `--runs` is not given: enough for the normal-approximation confidence
+/// interval (see [`crate::stats::CI_MIN_RUNS`]), and the default suite still finishes well within
+/// ~3 minutes on two shared cores.
+pub const DEFAULT_RUNS: usize = 30;
+/// Warm-up runs per cell when `--warmup` is not given: pools, caches and page mappings settle.
+pub const DEFAULT_WARMUP: usize = 3;
 
 /// The kernel parameters with their own flag, plus the generic `--param key=value`.
 #[derive(Debug, Default, Args)]
 pub struct KernelParamArgs {
-    /// spmv: row width (nonzeros per row of the widest row), e.g. 1024 or 2^15.
+    /// spmv: columns of the generated matrix (its row width), e.g. 1024 or 2^15.
     #[arg(long, value_name = "W")]
     pub width: Option<String>,
     /// spmv: read the matrix from a MatrixMarket coordinate file instead of generating it.
@@ -93,7 +94,7 @@ pub struct KernelParamArgs {
     /// qap, floorplan: input instance file.
     #[arg(long, value_name = "FILE")]
     pub input: Option<String>,
-    /// Task kernels: depth below which recursion runs sequentially.
+    /// Task kernels (nqueens, qap, floorplan): depth below which the search runs sequentially.
     #[arg(long, value_name = "DEPTH")]
     pub cutoff: Option<String>,
     /// load-dep: buffer size in KiB.
@@ -102,7 +103,7 @@ pub struct KernelParamArgs {
     /// Problem size (nqueens board, trapezoids, philosophers, array length …; see `list`).
     #[arg(long, value_name = "N")]
     pub n: Option<String>,
-    /// round: lock type.
+    /// round: the fork lock type (see `list`).
     #[arg(long, value_name = "LOCK")]
     pub lock: Option<String>,
     /// trapezoid: how the sum is kept (spin, mutex, semaphore, atomic, local).

@@ -157,4 +157,23 @@ impl MetricSeries {
     pub fn median(&self) -> Option<f64> {
         Summary::from_samples(&self.values).map(|s| s.median)
     }
+
+    /// `name=median unit` (no unit for a unitless count), with the median written by
+    /// `format_value`; `None` without (finite) values.
+    ///
+    /// ```
+    /// use parbench_cli::results::MetricSeries;
+    /// let rate = MetricSeries { name: "rate".into(), unit: "op/s".into(), values: vec![5.0] };
+    /// assert_eq!(rate.median_text(|v| v.to_string()).unwrap(), "rate=5 op/s");
+    /// let count = MetricSeries { name: "meals".into(), unit: String::new(), values: vec![7.0] };
+    /// assert_eq!(count.median_text(|v| v.to_string()).unwrap(), "meals=7");
+    /// ```
+    pub fn median_text(&self, format_value: impl Fn(f64) -> String) -> Option<String> {
+        let value = format_value(self.median()?);
+        Some(if self.unit.is_empty() {
+            format!("{}={value}", self.name)
+        } else {
+            format!("{}={value} {}", self.name, self.unit)
+        })
+    }
 }

@@ -100,7 +100,7 @@ fn cell_fields(label_names: &[String], cell: &Cell) -> Vec<String> {
     let metrics: Vec<String> = cell
         .metrics
         .iter()
-        .filter_map(|m| m.median().map(|v| format!("{}={} {}", m.name, v, m.unit)))
+        .filter_map(|m| m.median_text(|v| v.to_string()))
         .collect();
     fields.push(metrics.join("; "));
     fields.push(cell.error.clone().unwrap_or_default());

@@ -129,11 +129,11 @@ fn cell_row(label_names: &[String], cell: &Cell) -> Vec<String> {
     }
     row.push(
         cell.relative
-            .map_or_else(dash, |r| format!("{:.2}x", r.speedup)),
+            .map_or_else(dash, |r| format!("{}x", format_ratio(r.speedup))),
     );
     row.push(
         cell.relative
-            .map_or_else(dash, |r| format!("{:.2}", r.efficiency)),
+            .map_or_else(dash, |r| format_ratio(r.efficiency)),
     );
     row.push(match &cell.error {
         Some(error) => format!("error: {error}"),
@@ -145,10 +145,7 @@ fn cell_row(label_names: &[String], cell: &Cell) -> Vec<String> {
 fn metrics_text(cell: &Cell) -> String {
     cell.metrics
         .iter()
-        .filter_map(|m| {
-            m.median()
-                .map(|v| format!("{}={} {}", m.name, format_significant(v), m.unit))
-        })
+        .filter_map(|m| m.median_text(format_significant))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -173,6 +170,16 @@ pub fn format_seconds(seconds: f64) -> String {
         (1e9, "ns")
     };
     format!("{} {unit}", format_significant(seconds * scale))
+}
+
+/// Two decimals, or as many as three significant digits need for ratios below 0.1 (a `spawn`
+/// cell can be a thousand times slower than `seq`, which must not read as 0.00).
+fn format_ratio(ratio: f64) -> String {
+    if !ratio.is_finite() || ratio >= 0.1 || ratio <= 0.0 {
+        return format!("{ratio:.2}");
+    }
+    let decimals = (2.0 - ratio.log10().floor()) as usize;
+    format!("{ratio:.decimals$}")
 }
 
 /// Three significant digits for values below 1000, plain integers up to 10^6, and scientific
@@ -202,6 +209,15 @@ mod tests {
         assert_eq!(format_seconds(2.5e-5), "25.0 µs");
         assert_eq!(format_seconds(2.5e-8), "25.0 ns");
         assert_eq!(format_seconds(0.0), "0.00 ns");
+    }
+
+    #[test]
+    fn small_ratios_keep_three_significant_digits() {
+        assert_eq!(format_ratio(1.9634), "1.96");
+        assert_eq!(format_ratio(0.25), "0.25");
+        assert_eq!(format_ratio(0.0163), "0.0163");
+        assert_eq!(format_ratio(0.001634), "0.00163");
+        assert_eq!(format_ratio(0.0), "0.00");
     }
 
     #[test]
