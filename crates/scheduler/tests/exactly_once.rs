@@ -88,6 +88,33 @@ fn concurrent_calls_from_four_outside_threads() {
     });
 }
 
+/// More concurrent outside callers than guest slots: the extra callers block while a worker runs
+/// their call, and every call still completes exactly once.
+#[test]
+fn more_outside_callers_than_guest_slots() {
+    let pool = pool(2);
+    let barrier = std::sync::Barrier::new(24);
+    std::thread::scope(|s| {
+        for caller in 0..24 {
+            let (pool, barrier) = (&pool, &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                for round in 0..20 {
+                    let range = 0..(500 + caller + round);
+                    let hits = Hits::new(&range);
+                    pool.parallel_for(range, |i| {
+                        if i % 50 == 0 {
+                            std::thread::sleep(Duration::from_micros(50));
+                        }
+                        hits.hit(i);
+                    });
+                    hits.check(&format!("caller {caller} round {round}"));
+                }
+            });
+        }
+    });
+}
+
 #[test]
 fn nesting_three_deep_runs_every_cell_once() {
     let pool = pool(3);
