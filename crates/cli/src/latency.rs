@@ -361,9 +361,15 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
     report.metadata = metadata(kernel, &params, &config, pin);
     let mut curves = Vec::new();
     for (plan, workers) in plans.iter().zip(&mut services) {
+        let description = describe_plan(plan, pin);
         if !args.quiet {
-            eprintln!("{}", describe_plan(plan, pin));
+            eprintln!("{description}");
         }
+        // The figure and the numbers mean something different when the generator shared CPUs.
+        report
+            .metadata
+            .settings
+            .insert(format!("placement.{}", plan.name), description);
         let on_point = |point: &PointResult| {
             if !args.quiet {
                 eprintln!("  {}", describe_point(point));
