@@ -34,6 +34,8 @@ pub enum Command {
     Sweep(Box<SweepArgs>),
     /// Draw box plots and speed-up curves (SVG) from a sweep's JSON results.
     Plot(PlotArgs),
+    /// Tail latency (p95) against offered load of a kernel served by 1 or 2 pinned threads.
+    Latency(Box<crate::latency::LatencyArgs>),
     /// List the kernels with their parameters and defaults, and the schedulers.
     List,
 }

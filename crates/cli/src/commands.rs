@@ -47,6 +47,7 @@ pub fn run(command: Command) -> Result<(), CliError> {
     match command {
         Command::Sweep(args) => sweep(&args),
         Command::Plot(args) => plot(&args),
+        Command::Latency(args) => crate::latency::run(&args),
         Command::List => list(),
     }
 }

@@ -15,6 +15,7 @@ pub mod args;
 pub mod commands;
 pub mod error;
 pub mod export;
+pub mod latency;
 pub mod plot;
 pub mod progress;
 pub mod results;

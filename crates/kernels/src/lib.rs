@@ -32,6 +32,7 @@ mod executor;
 pub mod input;
 mod kernel;
 mod kernels;
+pub mod latency;
 mod registry;
 
 pub use executor::{

@@ -1,0 +1,831 @@
+//! `parbench-cli latency`: tail latency against offered load, per server placement.
+//!
+//! This module is wiring only: the generator, the server, the statistics and the placements live in
+//! `parbench_kernels::latency`. Here the arguments become a [`CurveConfig`] and one
+//! [`PlacementPlan`] per placement (the machine's cores and SMT siblings come from the mapper's
+//! hwloc topology), each placement's curve is measured with one [`KernelService`] per worker, and
+//! the results go out as
+//!
+//! - a table per placement (text or markdown), with the saturation load below it,
+//! - CSV or JSON through the sweep's [`Exporter`](crate::export::Exporter)s: one cell per
+//!   placement × load whose raw samples are the sojourn time of every measured request, with the
+//!   queue and service time of every request as metric series (JSON keeps them all),
+//! - an SVG of p95 against offered load, a line per placement.
+//!
+//! Default service size: the kernel's small parameters ([`Params::small`], a run well under a
+//! millisecond), overridden by any parameter given on the command line as in `sweep`.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::{ArgGroup, Args};
+use parbench_kernels::latency::{
+    run_curve, Bounds, CpuLayout, Curve, CurveConfig, KernelService, LatencyError, MonotonicClock,
+    Placement, PlacementPlan, PointResult, Service, DEFAULT_SATURATION_FACTOR,
+};
+use parbench_kernels::{find_kernel, Kernel, Params};
+use plotters::prelude::*;
+
+use crate::args::{parse_positive, KernelParamArgs};
+use crate::error::CliError;
+use crate::export::ExportFormat;
+use crate::results::{Cell, Metadata, MetricSeries, Report};
+
+/// Label names of a latency report's cells, in table order.
+pub const LABELS: [&str; 7] = [
+    "service",
+    "placement",
+    "qps",
+    "achieved_qps",
+    "p99_s",
+    "dropped",
+    "stopped",
+];
+
+/// Options of `parbench-cli latency`.
+///
+/// ```
+/// use clap::Parser;
+/// use parbench_cli::args::{Cli, Command};
+/// let cli = Cli::try_parse_from([
+///     "parbench-cli", "latency", "--service", "matmul", "--qps-range", "100:300:100",
+/// ])?;
+/// let Command::Latency(args) = cli.command else { unreachable!() };
+/// assert_eq!(args.loads(), vec![100.0, 200.0, 300.0]);
+/// # Ok::<(), clap::Error>(())
+/// ```
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("load").required(true).args(["qps", "qps_range"])))]
+pub struct LatencyArgs {
+    /// The kernel serving each request (see `list`; `spmv` means `spmv-balanced`).
+    #[arg(long, value_name = "KERNEL")]
+    pub service: String,
+    /// Offered loads in requests per second, e.g. `100,200,400`.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_qps)]
+    pub qps: Vec<f64>,
+    /// Offered loads from A to B (inclusive) in steps of STEP, e.g. `500:3000:500`.
+    #[arg(long, value_name = "A:B:STEP", value_parser = parse_qps_range)]
+    pub qps_range: Option<QpsRange>,
+    /// Server placements: single, cores, smt, cpus:LIST (`;`-separated when a list has commas).
+    #[arg(long, value_name = "LIST", default_value = "single,cores")]
+    pub placement: String,
+    /// Measured requests per load.
+    #[arg(long, value_name = "N", default_value_t = 2000, value_parser = parse_positive)]
+    pub requests: usize,
+    /// Requests sent first at each load and left out of the statistics (at least 1).
+    #[arg(long, value_name = "W", default_value_t = 100, value_parser = parse_positive)]
+    pub warmup: usize,
+    /// Seed of the exponential arrival schedule.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub seed: u64,
+    /// k of the saturation rule: the first load whose p95 exceeds k × the lowest load's p95.
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_SATURATION_FACTOR)]
+    pub saturation_factor: f64,
+    /// A load stops (saturated) when more requests than this wait.
+    #[arg(long, value_name = "N", default_value_t = Bounds::default().max_backlog, value_parser = parse_positive)]
+    pub max_backlog: usize,
+    /// A load stops (saturated) after this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = Bounds::default().max_duration.as_secs_f64(), value_parser = parse_seconds)]
+    pub max_duration: f64,
+    /// Do not pin the workers and the generator to CPUs.
+    #[arg(long)]
+    pub no_pin: bool,
+    /// Kernel parameters of the service, as in `sweep`.
+    #[command(flatten)]
+    pub params: KernelParamArgs,
+    /// Output format of stdout, or of `--output` [default: table; for a file: from its extension].
+    #[arg(long, value_enum)]
+    pub format: Option<ExportFormat>,
+    /// Also write the results to FILE (rewritten after every load).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Draw p95 against offered load, a line per placement, to FIG.svg.
+    #[arg(long, value_name = "FIG.svg")]
+    pub plot: Option<PathBuf>,
+    /// No progress on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `--qps-range A:B:STEP`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QpsRange {
+    /// First load.
+    pub from: f64,
+    /// Last load (included when the steps reach it).
+    pub to: f64,
+    /// Increment.
+    pub step: f64,
+}
+
+impl LatencyArgs {
+    /// The offered loads the arguments ask for, in the order given.
+    pub fn loads(&self) -> Vec<f64> {
+        let mut loads = self.qps.clone();
+        if let Some(range) = self.qps_range {
+            loads.extend(range.loads());
+        }
+        loads
+    }
+}
+
+impl QpsRange {
+    /// `from`, `from + step`, … up to `to`.
+    ///
+    /// ```
+    /// use parbench_cli::latency::parse_qps_range;
+    /// assert_eq!(parse_qps_range("0.1:0.3:0.1")?.loads().len(), 3);
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn loads(self) -> Vec<f64> {
+        // Counting steps instead of accumulating keeps `0.1:0.3:0.1` from losing its end to
+        // rounding; the tolerance absorbs the division's rounding the same way.
+        let steps = ((self.to - self.from) / self.step + 1e-9).floor() as usize;
+        (0..=steps)
+            .map(|i| self.from + i as f64 * self.step)
+            .collect()
+    }
+}
+
+/// Parses one load: a positive, finite number of requests per second.
+///
+/// ```
+/// use parbench_cli::latency::parse_qps;
+/// assert_eq!(parse_qps("250"), Ok(250.0));
+/// assert!(parse_qps("0").unwrap_err().contains("positive"));
+/// ```
+pub fn parse_qps(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(qps) if qps.is_finite() && qps > 0.0 => Ok(qps),
+        _ => Err(format!(
+            "QPS must be a positive number, got '{}'",
+            text.trim()
+        )),
+    }
+}
+
+/// Parses `A:B:STEP` with `0 < A ≤ B` and `STEP > 0`.
+///
+/// ```
+/// use parbench_cli::latency::parse_qps_range;
+/// assert_eq!(parse_qps_range("100:500:200").unwrap().step, 200.0);
+/// assert!(parse_qps_range("500:100:100").is_err());
+/// ```
+pub fn parse_qps_range(text: &str) -> Result<QpsRange, String> {
+    let parts: Vec<&str> = text.split(':').collect();
+    let [from, to, step] = parts[..] else {
+        return Err(format!("'{text}' is not of the form A:B:STEP"));
+    };
+    let range = QpsRange {
+        from: parse_qps(from)?,
+        to: parse_qps(to)?,
+        step: parse_qps(step)?,
+    };
+    if range.from > range.to {
+        return Err(format!("range '{text}' is empty (write it low:high:step)"));
+    }
+    Ok(range)
+}
+
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds > 0.0 => Ok(seconds),
+        _ => Err(format!(
+            "'{}' is not a positive number of seconds",
+            text.trim()
+        )),
+    }
+}
+
+/// The kernel serving requests: a registry name, or `spmv` for `spmv-balanced`.
+///
+/// ```
+/// use parbench_cli::latency::service_kernel;
+/// assert_eq!(service_kernel("spmv")?.name(), "spmv-balanced");
+/// assert!(service_kernel("nope").is_err());
+/// # Ok::<(), parbench_cli::error::CliError>(())
+/// ```
+///
+/// # Errors
+/// [`CliError::Kernel`] listing the valid names for an unknown kernel.
+pub fn service_kernel(name: &str) -> Result<&'static dyn Kernel, CliError> {
+    let name = name.trim();
+    Ok(find_kernel(if name == "spmv" {
+        "spmv-balanced"
+    } else {
+        name
+    })?)
+}
+
+/// The service's parameters: its small size, overridden by those given.
+fn service_params(kernel: &dyn Kernel, args: &KernelParamArgs) -> Result<Params, CliError> {
+    let mut params = Params::small(kernel);
+    let pairs = args
+        .pairs()
+        .map_err(|name| CliError::Usage(format!("parameter `{name}` is given more than once")))?;
+    for (name, value) in pairs {
+        if !kernel.params().iter().any(|spec| spec.name == name) {
+            return Err(CliError::Usage(format!(
+                "kernel {} takes no parameter `{name}` (see `parbench-cli list`)",
+                kernel.name()
+            )));
+        }
+        params.set(name, value);
+    }
+    Ok(params)
+}
+
+/// Splits `--placement`: on `;` when present (so that `cpus:0,1;single` works), else on `,`
+/// except inside a `cpus:` list, which runs to the end.
+fn placement_names(text: &str) -> Vec<&str> {
+    if text.contains(';') {
+        return text.split(';').map(str::trim).collect();
+    }
+    match text.find("cpus:") {
+        Some(start) => {
+            let mut names: Vec<&str> = text[..start]
+                .split(',')
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+                .collect();
+            names.push(text[start..].trim());
+            names
+        }
+        None => text.split(',').map(str::trim).collect(),
+    }
+}
+
+/// This machine's cores and their SMT siblings, restricted to the CPUs this process may use.
+/// Without a topology (hwloc failure) every allowed CPU counts as its own core, and the returned
+/// note says so.
+fn this_machine() -> (CpuLayout, Option<String>) {
+    let allowed: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|core| core.id)
+        .collect();
+    match parbench_mapper::Topology::this_system() {
+        Ok(topology) => {
+            let cores = topology
+                .cores()
+                .iter()
+                .map(|core| {
+                    core.pus
+                        .iter()
+                        .map(|&pu| topology.pus()[pu].os_index)
+                        .filter(|cpu| allowed.is_empty() || allowed.contains(cpu))
+                        .collect()
+                })
+                .collect();
+            (CpuLayout::new(cores), None)
+        }
+        Err(error) => (
+            CpuLayout::one_thread_per_core(&allowed),
+            Some(format!(
+                "no topology ({error}): SMT siblings unknown, every CPU counted as a core"
+            )),
+        ),
+    }
+}
+
+/// The plans of the requested placements on `layout`; `smt` without SMT siblings is skipped
+/// with a message instead of failing, as the machine simply cannot host it.
+fn plans(
+    text: &str,
+    layout: &CpuLayout,
+    skipped: &mut Vec<String>,
+) -> Result<Vec<PlacementPlan>, CliError> {
+    let mut plans: Vec<PlacementPlan> = Vec::new();
+    for name in placement_names(text) {
+        let placement: Placement = name.parse().map_err(latency_error)?;
+        match placement.plan(layout) {
+            Ok(plan) if plans.iter().any(|p| p.name == plan.name) => {}
+            Ok(plan) => plans.push(plan),
+            Err(LatencyError::NoSmtSiblings) => {
+                skipped.push(format!("no SMT siblings: skipping placement {placement}"));
+            }
+            Err(error) => return Err(latency_error(error)),
+        }
+    }
+    Ok(plans)
+}
+
+fn latency_error(error: LatencyError) -> CliError {
+    match error {
+        LatencyError::Service(kernel) => CliError::Kernel(kernel),
+        other => CliError::Usage(other.to_string()),
+    }
+}
+
+/// Runs `parbench-cli latency`.
+///
+/// # Errors
+/// [`CliError`] for bad input (unknown service or placement, bad parameters, an output format
+/// that cannot be inferred) before anything is measured, or a failing service or file write.
+pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
+    let kernel = service_kernel(&args.service)?;
+    let params = service_params(kernel, &args.params)?;
+    let config = CurveConfig {
+        qps: args.loads(),
+        requests: args.requests,
+        warmup: args.warmup,
+        seed: args.seed,
+        bounds: Bounds {
+            max_backlog: args.max_backlog,
+            max_duration: Duration::from_secs_f64(args.max_duration),
+        },
+        saturation_factor: args.saturation_factor,
+    };
+    config.validate().map_err(latency_error)?;
+    let (layout, layout_note) = this_machine();
+    let mut notes: Vec<String> = layout_note.into_iter().collect();
+    let plans = plans(&args.placement, &layout, &mut notes)?;
+    let output = output_file(args)?;
+    let pin = !args.no_pin;
+    // Preparing also validates the parameters: a bad one fails here, before any measuring.
+    let mut services: Vec<Vec<Box<dyn Service>>> = Vec::new();
+    for plan in &plans {
+        let mut workers: Vec<Box<dyn Service>> = Vec::new();
+        for _ in &plan.worker_cpus {
+            workers.push(Box::new(KernelService::new(kernel.prepare(&params, 1)?)));
+        }
+        services.push(workers);
+    }
+    for note in &notes {
+        eprintln!("{note}");
+    }
+    let mut report = Report::new("latency", &LABELS);
+    report.metadata = metadata(kernel, &params, &config, pin);
+    let mut curves = Vec::new();
+    for (plan, workers) in plans.iter().zip(&mut services) {
+        let description = describe_plan(plan, pin);
+        if !args.quiet {
+            eprintln!("{description}");
+        }
+        // The figure and the numbers mean something different when the generator shared CPUs.
+        report
+            .metadata
+            .settings
+            .insert(format!("placement.{}", plan.name), description);
+        let on_point = |point: &PointResult| {
+            if !args.quiet {
+                eprintln!("  {}", describe_point(point));
+            }
+            report
+                .cells
+                .push(point_cell(kernel.name(), &plan.name, point));
+            if let Some((path, format)) = &output {
+                // A failed write shows at the final write; the measurement goes on meanwhile.
+                let _ = write_file(path, &render(*format, &report, &curves));
+            }
+        };
+        let curve = run_curve(
+            &MonotonicClock::new(),
+            &config,
+            plan,
+            workers,
+            pin,
+            on_point,
+        )
+        .map_err(latency_error)?;
+        report.metadata.settings.insert(
+            format!("saturation_qps.{}", curve.placement),
+            curve
+                .saturation_qps
+                .map_or_else(|| "none".to_owned(), |qps| qps.to_string()),
+        );
+        curves.push(curve);
+    }
+    let stdout_format = match output {
+        Some((ref path, format)) => {
+            write_file(path, &render(format, &report, &curves))?;
+            ExportFormat::Table
+        }
+        None => args.format.unwrap_or(ExportFormat::Table),
+    };
+    if let Some(path) = &args.plot {
+        if !curves.is_empty() {
+            write_file(path, render_plot(&curves, kernel.name())?.as_bytes())?;
+        }
+    }
+    let text = render(stdout_format, &report, &curves);
+    let mut stdout = io::stdout().lock();
+    match stdout.write_all(&text).and_then(|()| stdout.flush()) {
+        Err(error) if error.kind() != io::ErrorKind::BrokenPipe => Err(CliError::Write {
+            path: PathBuf::from("-"),
+            source: error,
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn output_file(args: &LatencyArgs) -> Result<Option<(PathBuf, ExportFormat)>, CliError> {
+    let Some(path) = &args.output else {
+        return Ok(None);
+    };
+    let format = args
+        .format
+        .or_else(|| ExportFormat::from_extension(path))
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "cannot tell the format of {} from its extension (.csv, .json, .md); give --format",
+                path.display()
+            ))
+        })?;
+    // An unwritable path fails now, not after minutes of measuring.
+    write_file(path, b"")?;
+    Ok(Some((path.clone(), format)))
+}
+
+/// Writes through a temporary sibling and a rename, so the file is never half-written.
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".partial");
+    let write_error = |source| CliError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    fs::write(&temporary, bytes).map_err(write_error)?;
+    fs::rename(&temporary, path).map_err(write_error)
+}
+
+fn metadata(kernel: &dyn Kernel, params: &Params, config: &CurveConfig, pin: bool) -> Metadata {
+    let mut settings = BTreeMap::new();
+    settings.insert("service".to_owned(), kernel.name().to_owned());
+    for spec in kernel.params() {
+        if let Ok(value) = params.get_str(kernel, spec.name) {
+            settings.insert(format!("{}.{}", kernel.name(), spec.name), value.to_owned());
+        }
+    }
+    let numbers = [
+        ("requests", config.requests.to_string()),
+        ("warmup", config.warmup.to_string()),
+        ("seed", config.seed.to_string()),
+        ("saturation_factor", config.saturation_factor.to_string()),
+        ("max_backlog", config.bounds.max_backlog.to_string()),
+        (
+            "max_duration_s",
+            config.bounds.max_duration.as_secs_f64().to_string(),
+        ),
+        ("pin", pin.to_string()),
+    ];
+    for (name, value) in numbers {
+        settings.insert(name.to_owned(), value);
+    }
+    Metadata {
+        parbench_version: env!("CARGO_PKG_VERSION").to_owned(),
+        started_unix_s: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        available_cores: std::thread::available_parallelism().map_or(1, usize::from),
+        settings,
+    }
+}
+
+/// One load point as a report cell: sojourn times are the samples, queue and service times the
+/// metric series, in seconds.
+fn point_cell(service: &str, placement: &str, point: &PointResult) -> Cell {
+    let seconds = |ns: u64| ns as f64 / 1e9;
+    let qps = point.offered_qps.to_string();
+    let achieved = format!("{:.1}", point.achieved_qps);
+    let p99 = point
+        .sojourn
+        .map_or_else(String::new, |s| (s.p99_ns / 1e9).to_string());
+    let dropped = point.dropped.to_string();
+    let stopped = point.stopped.map_or_else(String::new, |r| r.to_string());
+    let labels = [
+        ("service", service),
+        ("placement", placement),
+        ("qps", qps.as_str()),
+        ("achieved_qps", achieved.as_str()),
+        ("p99_s", p99.as_str()),
+        ("dropped", dropped.as_str()),
+        ("stopped", stopped.as_str()),
+    ];
+    let sojourn = point.samples.iter().map(|s| seconds(s.sojourn_ns()));
+    let mut cell = Cell::measured(&labels, sojourn.collect());
+    let series = |name: &str, values: Vec<f64>| MetricSeries {
+        name: name.to_owned(),
+        unit: "s".to_owned(),
+        values,
+    };
+    cell.metrics = vec![
+        series(
+            "queue",
+            point
+                .samples
+                .iter()
+                .map(|s| seconds(s.queue_ns()))
+                .collect(),
+        ),
+        series(
+            "service",
+            point
+                .samples
+                .iter()
+                .map(|s| seconds(s.service_ns()))
+                .collect(),
+        ),
+    ];
+    cell
+}
+
+fn describe_plan(plan: &PlacementPlan, pin: bool) -> String {
+    let cpus: Vec<String> = plan.worker_cpus.iter().map(usize::to_string).collect();
+    let mut text = match (pin, plan.generator_cpu) {
+        (false, _) => format!(
+            "placement {}: {} workers, not pinned",
+            plan.name,
+            cpus.len()
+        ),
+        (true, Some(cpu)) => format!(
+            "placement {}: workers on CPU {}, generator on CPU {cpu}",
+            plan.name,
+            cpus.join(",")
+        ),
+        (true, None) => format!(
+            "placement {}: workers on CPU {}, generator unpinned",
+            plan.name,
+            cpus.join(",")
+        ),
+    };
+    if let (true, Some(note)) = (pin, &plan.note) {
+        text.push_str(&format!(" ({note})"));
+    }
+    text
+}
+
+fn describe_point(point: &PointResult) -> String {
+    let p95 = point
+        .sojourn
+        .map_or_else(|| "-".to_owned(), |s| millis(s.p95_ns));
+    let state = point
+        .stopped
+        .map_or_else(String::new, |reason| format!(", saturated: {reason}"));
+    format!(
+        "{:>9} QPS offered: p95 {p95} ms, achieved {:.0} QPS{state}",
+        point.offered_qps, point.achieved_qps
+    )
+}
+
+fn millis(ns: f64) -> String {
+    format!("{:.3}", ns / 1e6)
+}
+
+/// `report` in `format`: the per-placement tables for people, the sweep exporters for programs.
+fn render(format: ExportFormat, report: &Report, curves: &[Curve]) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = match format {
+        ExportFormat::Table | ExportFormat::Markdown => {
+            write_tables(&mut out, curves, format == ExportFormat::Markdown)
+        }
+        ExportFormat::Csv | ExportFormat::Json => format.exporter().write(report, &mut out),
+    };
+    out
+}
+
+const TABLE_HEADER: [&str; 9] = [
+    "QPS", "achieved", "p50 ms", "p95 ms", "p99 ms", "max ms", "requests", "dropped", "state",
+];
+
+fn write_tables(out: &mut dyn Write, curves: &[Curve], markdown: bool) -> io::Result<()> {
+    for (index, curve) in curves.iter().enumerate() {
+        if index > 0 {
+            writeln!(out)?;
+        }
+        let heading = format!("placement {}", curve.placement);
+        if markdown {
+            writeln!(out, "### {heading}\n")?;
+        } else {
+            writeln!(out, "{heading}")?;
+        }
+        let rows: Vec<Vec<String>> = curve.points.iter().map(table_row).collect();
+        write_grid(out, &rows, markdown)?;
+        let saturation = match curve.saturation_qps {
+            Some(qps) => format!("saturation: {qps} QPS"),
+            None => "saturation: not reached".to_owned(),
+        };
+        writeln!(out, "{}{saturation}", if markdown { "\n" } else { "" })?;
+    }
+    Ok(())
+}
+
+fn table_row(point: &PointResult) -> Vec<String> {
+    let stat = |pick: fn(&parbench_kernels::latency::LatencySummary) -> f64| {
+        point
+            .sojourn
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), |s| millis(pick(s)))
+    };
+    vec![
+        point.offered_qps.to_string(),
+        format!("{:.0}", point.achieved_qps),
+        stat(|s| s.p50_ns),
+        stat(|s| s.p95_ns),
+        stat(|s| s.p99_ns),
+        stat(|s| s.max_ns),
+        point.samples.len().to_string(),
+        point.dropped.to_string(),
+        point
+            .stopped
+            .map_or_else(|| "ok".to_owned(), |_| "saturated".to_owned()),
+    ]
+}
+
+/// Columns padded to their widest entry (numbers right-aligned, the state left-aligned), or a
+/// markdown table.
+fn write_grid(out: &mut dyn Write, rows: &[Vec<String>], markdown: bool) -> io::Result<()> {
+    let header: Vec<String> = TABLE_HEADER.iter().map(|h| (*h).to_owned()).collect();
+    let last = TABLE_HEADER.len() - 1;
+    if markdown {
+        writeln!(out, "| {} |", header.join(" | "))?;
+        let rule: Vec<&str> = (0..=last)
+            .map(|c| if c == last { ":---" } else { "---:" })
+            .collect();
+        writeln!(out, "| {} |", rule.join(" | "))?;
+        for row in rows {
+            writeln!(out, "| {} |", row.join(" | "))?;
+        }
+        return Ok(());
+    }
+    let mut widths: Vec<usize> = header.iter().map(String::len).collect();
+    for row in rows {
+        for (width, entry) in widths.iter_mut().zip(row) {
+            *width = (*width).max(entry.len());
+        }
+    }
+    for row in std::iter::once(&header).chain(rows) {
+        let entries: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(column, entry)| match column {
+                c if c == last => entry.clone(),
+                _ => format!("{entry:>width$}", width = widths[column]),
+            })
+            .collect();
+        writeln!(out, "{}", entries.join("  ").trim_end())?;
+    }
+    Ok(())
+}
+
+/// p95 sojourn time against offered load, a line per placement; saturated points are crossed and
+/// each legend entry names the placement's saturation load.
+fn render_plot(curves: &[Curve], service: &str) -> Result<String, CliError> {
+    let draw_error = |error: &dyn std::fmt::Display| {
+        CliError::Plot(crate::plot::PlotError::Draw(error.to_string()))
+    };
+    let p95s = curves
+        .iter()
+        .flat_map(|c| &c.points)
+        .filter_map(|p| p.sojourn.map(|s| s.p95_ns / 1e6));
+    let (low, high) = p95s.fold((f64::INFINITY, 0.0_f64), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    let max_qps = curves
+        .iter()
+        .flat_map(|c| &c.points)
+        .map(|p| p.offered_qps)
+        .fold(0.0, f64::max);
+    if !low.is_finite() {
+        return Err(CliError::Plot(crate::plot::PlotError::NothingToPlot));
+    }
+    let (low, high) = ((low * 0.8).max(1e-6), (high * 1.25).max(low * 2.0));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 560)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| draw_error(&e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{service}: p95 sojourn time vs offered load"),
+                ("sans-serif", 22),
+            )
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..max_qps * 1.05, (low..high).log_scale())
+            .map_err(|e| draw_error(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("offered load (requests/s)")
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_desc("p95 sojourn (ms, log)")
+            .y_label_formatter(&|y| format!("{y:.2}"))
+            .draw()
+            .map_err(|e| draw_error(&e))?;
+        for (index, curve) in curves.iter().enumerate() {
+            let colour = Palette99::pick(index).to_rgba();
+            let line: Vec<(f64, f64)> = curve
+                .points
+                .iter()
+                .filter_map(|p| p.sojourn.map(|s| (p.offered_qps, s.p95_ns / 1e6)))
+                .collect();
+            let label = match curve.saturation_qps {
+                Some(qps) => format!("{} (saturates at {qps} QPS)", curve.placement),
+                None => format!("{} (no saturation)", curve.placement),
+            };
+            chart
+                .draw_series(LineSeries::new(line.clone(), colour.stroke_width(2)))
+                .map_err(|e| draw_error(&e))?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
+            let saturated: Vec<bool> = curve.points.iter().map(PointResult::saturated).collect();
+            chart
+                .draw_series(line.iter().zip(saturated).map(|(&p, sat)| {
+                    let marker: DynElement<'static, SVGBackend, (f64, f64)> = if sat {
+                        Cross::new(p, 6, colour.stroke_width(2)).into_dyn()
+                    } else {
+                        Circle::new(p, 4, colour.filled()).into_dyn()
+                    };
+                    marker
+                }))
+                .map_err(|e| draw_error(&e))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| draw_error(&e))?;
+        root.present().map_err(|e| draw_error(&e))?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placement_lists_split_around_cpu_lists() {
+        assert_eq!(placement_names("single,cores"), ["single", "cores"]);
+        assert_eq!(placement_names("single,cpus:0,1"), ["single", "cpus:0,1"]);
+        assert_eq!(placement_names("cpus:0,1;smt"), ["cpus:0,1", "smt"]);
+    }
+
+    #[test]
+    fn qps_range_includes_its_end_despite_rounding() {
+        let loads = parse_qps_range("0.1:0.3:0.1").unwrap().loads();
+        assert_eq!(loads.len(), 3);
+        assert!((loads[2] - 0.3).abs() < 1e-12);
+        assert_eq!(
+            parse_qps_range("100:350:100").unwrap().loads(),
+            [100.0, 200.0, 300.0]
+        );
+        assert!(parse_qps_range("1:2").is_err());
+        assert!(parse_qps_range("0:2:1").is_err());
+        assert!(parse_qps_range("1:2:-1").is_err());
+    }
+
+    #[test]
+    fn smt_is_skipped_with_a_message_on_a_machine_without_siblings() {
+        let layout = CpuLayout::one_thread_per_core(&[0, 1]);
+        let mut skipped = Vec::new();
+        let measured = plans("single,smt,single", &layout, &mut skipped).unwrap();
+        assert_eq!(measured.len(), 1, "smt skipped, single measured once");
+        assert_eq!(skipped, ["no SMT siblings: skipping placement smt"]);
+        assert!(plans("numa", &layout, &mut skipped).is_err());
+    }
+
+    #[test]
+    fn tables_show_every_load_and_the_saturation() {
+        let sample = |index, end_ns| parbench_kernels::latency::RequestSample {
+            index,
+            scheduled_ns: 0,
+            start_ns: 0,
+            end_ns,
+        };
+        let points = vec![
+            PointResult::from_samples(100.0, vec![sample(1, 1_000_000)], 0, None),
+            PointResult::from_samples(200.0, vec![sample(1, 9_000_000)], 0, None),
+        ];
+        let curve = Curve {
+            placement: "single".into(),
+            saturation_qps: parbench_kernels::latency::saturation_qps(&points, 5.0),
+            points,
+        };
+        let text = String::from_utf8(render(
+            ExportFormat::Table,
+            &Report::new("latency", &LABELS),
+            std::slice::from_ref(&curve),
+        ))
+        .unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "placement single");
+        assert!(lines[1].starts_with("QPS  achieved"), "{text}");
+        assert!(lines[3].contains("9.000"), "{text}");
+        assert_eq!(lines[4], "saturation: 200 QPS");
+        let markdown = String::from_utf8(render(
+            ExportFormat::Markdown,
+            &Report::new("latency", &LABELS),
+            &[curve],
+        ))
+        .unwrap();
+        assert!(markdown.contains("| QPS | achieved |"), "{markdown}");
+        assert!(render_plot(&[], "x").is_err());
+    }
+}

@@ -1,0 +1,185 @@
+//! End-to-end tests of `parbench-cli latency`: the table per placement, the exports, the figure,
+//! the SMT skip, and every bad-input path. Runs are tiny (a small matmul, a few dozen requests);
+//! the tests check what was produced, never how long it took.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use parbench_cli::results::Report;
+
+fn latency(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_parbench-cli"))
+        .arg("latency")
+        .args(args)
+        .output()
+        .expect("the parbench-cli binary runs")
+}
+
+/// A tiny measurement: matmul of order 8 at two loads, 40 requests each.
+fn tiny(extra: &[&str]) -> Output {
+    let mut args = vec![
+        "--service",
+        "matmul",
+        "--n",
+        "8",
+        "--qps",
+        "400,200",
+        "--requests",
+        "40",
+        "--warmup",
+        "5",
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    latency(&args)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("parbench-latency-tests");
+    fs::create_dir_all(&dir).expect("scratch directory");
+    dir.join(name)
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_code_2() {
+    let cases: [(&[&str], &str); 8] = [
+        (&["--service", "matmul", "--qps", "0"], "positive"),
+        (&["--service", "matmul", "--qps=-5"], "positive"),
+        (
+            &["--service", "matmul", "--qps-range", "300:100:100"],
+            "empty",
+        ),
+        (&["--service", "matmull", "--qps", "100"], "valid kernels: "),
+        (
+            &["--service", "matmul", "--qps", "100", "--placement", "numa"],
+            "valid placements: single",
+        ),
+        (
+            &["--service", "matmul", "--qps", "100", "--warmup", "0"],
+            "at least 1",
+        ),
+        (&["--service", "matmul"], "required arguments"),
+        (
+            &["--service", "matmul", "--qps", "100", "--width", "64"],
+            "takes no parameter `width`",
+        ),
+    ];
+    for (args, needle) in cases {
+        let output = latency(args);
+        let err = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("error:") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+        assert!(
+            output.stdout.is_empty(),
+            "{args:?}: nothing measured, nothing printed"
+        );
+    }
+}
+
+#[test]
+fn smt_placement_is_skipped_without_smt_siblings() {
+    let topology = parbench_mapper::Topology::this_system();
+    if topology.as_ref().is_ok_and(|t| t.has_smt_siblings()) {
+        eprintln!("SKIPPED: this machine has SMT siblings, so `smt` is measured, not skipped");
+        return;
+    }
+    let output = tiny(&["--placement", "smt,single"]);
+    let err = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("no SMT siblings: skipping placement smt"),
+        "{err}"
+    );
+    let out = text(&output.stdout);
+    assert!(
+        out.contains("placement single") && !out.contains("placement smt"),
+        "{out}"
+    );
+}
+
+#[test]
+fn single_and_cores_give_tables_exports_and_a_figure() {
+    if cpus() < 2 {
+        eprintln!(
+            "SKIPPED: placement `cores` needs two CPUs, this machine has {}",
+            cpus()
+        );
+        return;
+    }
+    let json = scratch("latency.json");
+    let svg = scratch("latency.svg");
+    let output = tiny(&[
+        "--placement",
+        "single,cores",
+        "--output",
+        json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let table = text(&output.stdout);
+    for needle in [
+        "placement single",
+        "placement cores",
+        "p95 ms",
+        "saturation: ",
+    ] {
+        assert!(table.contains(needle), "`{needle}` missing from:\n{table}");
+    }
+    let report: Report = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report.command, "latency");
+    assert_eq!(report.cells.len(), 4, "two loads × two placements");
+    for cell in &report.cells {
+        let measured = cell.samples_s.len();
+        if cell.label("stopped") == Some("") {
+            assert_eq!(measured, 40, "every measured request is a sample");
+        }
+        assert!(cell.metrics.iter().all(|m| m.values.len() == measured));
+        assert_eq!(
+            cell.label("qps").map(|q| q == "200" || q == "400"),
+            Some(true)
+        );
+    }
+    assert_eq!(report.cells[0].label("qps"), Some("200"), "ascending loads");
+    assert!(report
+        .metadata
+        .settings
+        .contains_key("saturation_qps.cores"));
+    let figure = fs::read_to_string(&svg).unwrap();
+    assert!(
+        figure.starts_with("<svg") && figure.contains("cores ("),
+        "{figure:.200}"
+    );
+}
+
+#[test]
+fn csv_on_stdout_has_a_row_per_load_with_every_sample() {
+    let output = tiny(&["--placement", "single", "--format", "csv"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let csv = text(&output.stdout);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "header and two loads:\n{csv}");
+    assert!(lines[0].starts_with("service,placement,qps,"));
+    for row in &lines[1..] {
+        let fields: Vec<&str> = row.split(',').collect();
+        assert_eq!(&fields[..2], ["matmul", "single"], "{row}");
+        let samples = fields.last().unwrap().split(' ').count();
+        // Column 7 is `stopped`: empty unless the load saturated and its run was cut short.
+        if fields[6].is_empty() {
+            assert_eq!(samples, 40, "{row}");
+        }
+    }
+}

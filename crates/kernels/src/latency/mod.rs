@@ -1,0 +1,285 @@
+//! Tail latency against load: an open-loop request generator, a FIFO server of worker threads
+//! whose requests run a kernel, and the 95th-percentile knee per server placement.
+//!
+//! The design follows TailBench's "integrated" harness:
+//!
+//! - [`arrivals`](exponential_arrivals): request i is scheduled at `t_i = t_(i−1) + Exp(1/QPS)`
+//!   from a seeded RNG, independent of completions (open loop), so a slow server meets the same
+//!   requests as a fast one and its backlog shows as queueing, not as a lower load.
+//! - [`server`](run_point): the generator enqueues requests at their scheduled times; `W` worker
+//!   threads take them first-in first-out and serve each with a [`Service`] — in practice a
+//!   [`KernelService`], one single-threaded run of a kernel from this crate. Each request yields
+//!   queue, service and sojourn (response) time in nanoseconds ([`RequestSample`]); a point is
+//!   bounded by backlog and duration ([`Bounds`]) and marked saturated when it hits either.
+//! - [`placement`](Placement): which CPUs the workers and the generator get — one worker, two
+//!   workers on two cores, two on SMT siblings of one core, or an explicit list.
+//! - [`percentile`]: p50/p95/p99/max by linear interpolation, numpy's default.
+//! - [`run_curve`] measures a list of loads for one placement and finds the saturation load
+//!   ([`saturation_qps`]): the first load whose p95 exceeds `k ×` the p95 at the lowest load
+//!   ([`DEFAULT_SATURATION_FACTOR`] = 5), or whose run hit a bound.
+//!
+//! Time comes from a [`Clock`]; tests substitute a simulated one so that the bookkeeping is
+//! checked exactly, without ever asserting on real timing.
+//!
+//! ```
+//! use parbench_kernels::latency::{
+//!     run_curve, CpuLayout, CurveConfig, KernelService, MonotonicClock, Placement, Service,
+//! };
+//! use parbench_kernels::{find_kernel, Params};
+//!
+//! let plan = Placement::Single.plan(&CpuLayout::one_thread_per_core(&[0]))?;
+//! let kernel = find_kernel("matmul")?;
+//! let mut services: Vec<Box<dyn Service>> =
+//!     vec![Box::new(KernelService::new(kernel.prepare(&Params::new().with("n", "8"), 1)?))];
+//! let config = CurveConfig { qps: vec![2000.0, 4000.0], requests: 20, warmup: 2, ..Default::default() };
+//! let curve = run_curve(&MonotonicClock::new(), &config, &plan, &mut services, false, |_| {})?;
+//! assert_eq!(curve.points.len(), 2);
+//! assert!(curve.points.iter().all(|p| p.samples.len() <= 20));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod arrivals;
+mod clock;
+mod percentile;
+mod placement;
+mod server;
+
+use thiserror::Error;
+
+use crate::kernel::KernelError;
+
+pub use arrivals::exponential_arrivals;
+pub use clock::{Clock, MonotonicClock};
+pub use percentile::{percentile, LatencySummary};
+pub use placement::{CpuLayout, Placement, PlacementPlan, PLACEMENT_NAMES};
+pub use server::{
+    run_point, Bounds, KernelService, LoadPoint, PointResult, RequestSample, Service, StopReason,
+};
+
+/// The `k` of the saturation rule: a load saturates the server when its p95 exceeds `k` times the
+/// p95 at the lowest load. 5 is past the gentle rise of a stable queue (an M/M/1 queue's p95 is
+/// 5 × its empty-system value at 80 % utilisation) and well before the vertical wall of an
+/// overloaded one, so the knee it finds does not move much with `k`.
+pub const DEFAULT_SATURATION_FACTOR: f64 = 5.0;
+
+/// What to measure for one placement.
+///
+/// ```
+/// use parbench_kernels::latency::CurveConfig;
+///
+/// let config = CurveConfig { qps: vec![100.0, 0.0], ..Default::default() };
+/// assert!(config.validate().unwrap_err().to_string().contains("QPS"));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct CurveConfig {
+    /// Offered loads in requests per second, measured in ascending order.
+    pub qps: Vec<f64>,
+    /// Measured requests per load.
+    pub requests: usize,
+    /// Requests sent before the measured ones at each load and left out of the statistics.
+    pub warmup: usize,
+    /// Seed of the arrival schedule (the same for every load: common random numbers).
+    pub seed: u64,
+    /// When a load point gives up.
+    pub bounds: Bounds,
+    /// The `k` of the saturation rule.
+    pub saturation_factor: f64,
+}
+
+impl Default for CurveConfig {
+    fn default() -> Self {
+        CurveConfig {
+            qps: vec![100.0, 200.0, 400.0],
+            requests: 2000,
+            warmup: 100,
+            seed: 1,
+            bounds: Bounds::default(),
+            saturation_factor: DEFAULT_SATURATION_FACTOR,
+        }
+    }
+}
+
+impl CurveConfig {
+    /// Checks what a user can get wrong.
+    ///
+    /// # Errors
+    /// [`LatencyError::BadConfig`] for no loads, a load that is not a positive finite number,
+    /// zero requests, zero warm-up requests, a zero backlog bound or a factor ≤ 1.
+    pub fn validate(&self) -> Result<(), LatencyError> {
+        let bad = |reason: String| Err(LatencyError::BadConfig(reason));
+        if self.qps.is_empty() {
+            return bad("no QPS given".into());
+        }
+        if let Some(qps) = self.qps.iter().find(|q| !(q.is_finite() && **q > 0.0)) {
+            return bad(format!("QPS must be a positive number, got {qps}"));
+        }
+        if self.requests == 0 {
+            return bad("requests must be at least 1".into());
+        }
+        if self.warmup == 0 {
+            return bad("warmup must be at least 1 (the first requests meet cold caches)".into());
+        }
+        if self.bounds.max_backlog == 0 {
+            return bad("the backlog bound must be at least 1".into());
+        }
+        if !(self.saturation_factor.is_finite() && self.saturation_factor > 1.0) {
+            return bad(format!(
+                "the saturation factor must be above 1, got {}",
+                self.saturation_factor
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The measured loads of one placement.
+///
+/// ```
+/// use parbench_kernels::latency::Curve;
+/// let curve = Curve { placement: "single".into(), points: vec![], saturation_qps: None };
+/// assert!(curve.points.is_empty());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Curve {
+    /// The placement's name.
+    pub placement: String,
+    /// One result per measured load, ascending. Loads above the first one whose run hit a bound
+    /// are not measured: they would only measure the bound.
+    pub points: Vec<PointResult>,
+    /// The first saturated load ([`saturation_qps`]), if any.
+    pub saturation_qps: Option<f64>,
+}
+
+/// Measures every load of `config` in ascending order on the workers of `plan` (pinned when
+/// `pin`), calling `on_point` after each; stops after the first point that hit a bound.
+///
+/// # Errors
+/// [`LatencyError::BadConfig`] for an invalid config, and whatever [`run_point`] fails with.
+pub fn run_curve<C: Clock>(
+    clock: &C,
+    config: &CurveConfig,
+    plan: &PlacementPlan,
+    services: &mut [Box<dyn Service>],
+    pin: bool,
+    mut on_point: impl FnMut(&PointResult),
+) -> Result<Curve, LatencyError> {
+    config.validate()?;
+    let mut loads = config.qps.clone();
+    loads.sort_by(f64::total_cmp);
+    loads.dedup();
+    let mut points = Vec::new();
+    for qps in loads {
+        let arrivals = exponential_arrivals(qps, config.warmup + config.requests, config.seed);
+        let point = LoadPoint {
+            clock,
+            offered_qps: qps,
+            arrivals_ns: &arrivals,
+            warmup: config.warmup,
+            bounds: config.bounds,
+        };
+        let result = run_point(&point, services, plan, pin)?;
+        on_point(&result);
+        let saturated = result.saturated();
+        points.push(result);
+        if saturated {
+            break;
+        }
+    }
+    Ok(Curve {
+        placement: plan.name.clone(),
+        saturation_qps: saturation_qps(&points, config.saturation_factor),
+        points,
+    })
+}
+
+/// The first offered load (in `points`' order, which should be ascending) whose run hit a bound
+/// or whose sojourn p95 exceeds `factor ×` the p95 of the first point; `None` if there is none.
+///
+/// ```
+/// use parbench_kernels::latency::{saturation_qps, PointResult, RequestSample};
+///
+/// let point = |qps: f64, sojourn_ns: u64| {
+///     let sample = RequestSample { index: 0, scheduled_ns: 0, start_ns: 0, end_ns: sojourn_ns };
+///     PointResult::from_samples(qps, vec![sample], 0, None)
+/// };
+/// let points = [point(100.0, 1000), point(200.0, 4000), point(400.0, 6000)];
+/// assert_eq!(saturation_qps(&points, 5.0), Some(400.0));
+/// assert_eq!(saturation_qps(&points[..2], 5.0), None);
+/// ```
+pub fn saturation_qps(points: &[PointResult], factor: f64) -> Option<f64> {
+    let baseline = points.first()?.sojourn.map(|s| s.p95_ns);
+    points
+        .iter()
+        .find(|point| {
+            point.saturated()
+                || match (point.sojourn, baseline) {
+                    (Some(sojourn), Some(base)) => sojourn.p95_ns > factor * base,
+                    _ => false,
+                }
+        })
+        .map(|point| point.offered_qps)
+}
+
+/// Everything that can go wrong setting up or running a latency measurement.
+///
+/// ```
+/// use parbench_kernels::latency::LatencyError;
+/// assert_eq!(LatencyError::NoSmtSiblings.to_string(), "no SMT siblings");
+/// ```
+#[derive(Debug, Error)]
+pub enum LatencyError {
+    /// A placement name that does not parse.
+    #[error("unknown placement `{name}`; valid placements: {valid}")]
+    UnknownPlacement {
+        /// The name given.
+        name: String,
+        /// The valid forms.
+        valid: &'static str,
+    },
+    /// `smt` on a machine whose cores have one hardware thread each.
+    #[error("no SMT siblings")]
+    NoSmtSiblings,
+    /// A placement needs more cores than the machine has.
+    #[error("placement {placement} needs {needed} cores, this machine has {available}")]
+    NotEnoughCores {
+        /// The placement.
+        placement: String,
+        /// Cores it needs.
+        needed: usize,
+        /// Cores available.
+        available: usize,
+    },
+    /// A listed CPU the machine does not have (or this process may not use).
+    #[error("CPU {cpu} is not available; available CPUs: {available}")]
+    UnknownCpu {
+        /// The CPU given.
+        cpu: usize,
+        /// The available CPUs, comma-separated.
+        available: String,
+    },
+    /// The CPU layout is empty.
+    #[error("no CPUs to run on")]
+    NoCpus,
+    /// The OS refused to pin a thread.
+    #[error("cannot pin a thread to CPU {cpu}")]
+    Pin {
+        /// The CPU.
+        cpu: usize,
+    },
+    /// The plan and the services disagree on the number of workers.
+    #[error("placement {placement} has {workers} workers but {services} services were given")]
+    WorkerCount {
+        /// The placement.
+        placement: String,
+        /// Workers in the plan.
+        workers: usize,
+        /// Services given.
+        services: usize,
+    },
+    /// A setting that makes no sense.
+    #[error("{0}")]
+    BadConfig(String),
+    /// The service failed (a kernel's wrong result, a refused thread …).
+    #[error(transparent)]
+    Service(#[from] KernelError),
+}

@@ -1,0 +1,153 @@
+//! The latency harness end to end on a real kernel: every request is accounted for, the
+//! bookkeeping is consistent, and saturation is found. Nothing here asserts on how long anything
+//! took — only on structure that holds on any machine, however loaded.
+
+use std::time::Duration;
+
+use parbench_kernels::latency::{
+    run_curve, saturation_qps, Bounds, CpuLayout, Curve, CurveConfig, KernelService, LatencyError,
+    MonotonicClock, Placement, PlacementPlan, PointResult, Service,
+};
+use parbench_kernels::{find_kernel, Params};
+
+fn matmul_services(workers: usize) -> Vec<Box<dyn Service>> {
+    let matmul = find_kernel("matmul").unwrap();
+    (0..workers)
+        .map(|_| {
+            let prepared = matmul.prepare(&Params::new().with("n", "8"), 1).unwrap();
+            Box::new(KernelService::new(prepared)) as Box<dyn Service>
+        })
+        .collect()
+}
+
+/// The curve of `config` in real time, unpinned (tests must not depend on the CPUs they get).
+fn measure(
+    config: &CurveConfig,
+    plan: &PlacementPlan,
+    services: &mut [Box<dyn Service>],
+    on_point: impl FnMut(&PointResult),
+) -> Result<Curve, LatencyError> {
+    run_curve(
+        &MonotonicClock::new(),
+        config,
+        plan,
+        services,
+        false,
+        on_point,
+    )
+}
+
+#[test]
+fn every_measured_request_is_accounted_for_with_consistent_times() {
+    let plan = Placement::Cores
+        .plan(&CpuLayout::one_thread_per_core(&[0, 1]))
+        .unwrap();
+    let mut services = matmul_services(plan.worker_cpus.len());
+    let config = CurveConfig {
+        qps: vec![4000.0, 1000.0],
+        requests: 200,
+        warmup: 10,
+        seed: 5,
+        ..CurveConfig::default()
+    };
+    let mut reported = Vec::new();
+    let curve = measure(&config, &plan, &mut services, |point| {
+        reported.push(point.offered_qps)
+    })
+    .unwrap();
+    assert_eq!(curve.placement, "cores");
+    assert_eq!(reported[0], 1000.0, "loads run in ascending order");
+    for point in &curve.points {
+        if !point.saturated() {
+            assert_eq!(point.samples.len(), config.requests);
+            assert_eq!(point.dropped, 0);
+        }
+        for (position, sample) in point.samples.iter().enumerate() {
+            assert_eq!(
+                sample.index,
+                config.warmup + position,
+                "schedule order, no warm-up"
+            );
+            assert!(sample.start_ns >= sample.scheduled_ns);
+            assert_eq!(sample.queue_ns() + sample.service_ns(), sample.sojourn_ns());
+        }
+        let sojourn = point.sojourn.unwrap();
+        assert!(sojourn.p50_ns <= sojourn.p95_ns && sojourn.p95_ns <= sojourn.p99_ns);
+        assert!(sojourn.p99_ns <= sojourn.max_ns);
+        assert!(point.achieved_qps > 0.0);
+    }
+}
+
+#[test]
+fn an_overloaded_server_saturates_within_the_bounds() {
+    // A 2^20-element reduce takes far longer than the 10 µs between requests at 100 000 QPS, so
+    // the 50-request backlog bound (or, failing that, the 3 s one) ends the point.
+    let reduce = find_kernel("reduce").unwrap();
+    let prepared = reduce.prepare(&Params::new().with("n", "2^20"), 1).unwrap();
+    let mut services: Vec<Box<dyn Service>> = vec![Box::new(KernelService::new(prepared))];
+    let plan = Placement::Single
+        .plan(&CpuLayout::one_thread_per_core(&[0]))
+        .unwrap();
+    let config = CurveConfig {
+        qps: vec![100_000.0, 200_000.0],
+        requests: 100_000,
+        warmup: 1,
+        bounds: Bounds {
+            max_backlog: 50,
+            max_duration: Duration::from_secs(3),
+        },
+        ..CurveConfig::default()
+    };
+    let curve = measure(&config, &plan, &mut services, |_| {}).unwrap();
+    assert_eq!(
+        curve.points.len(),
+        1,
+        "loads above a saturated one are skipped"
+    );
+    assert!(curve.points[0].saturated());
+    assert!(curve.points[0].dropped > 0);
+    assert_eq!(curve.saturation_qps, Some(100_000.0));
+    assert_eq!(saturation_qps(&curve.points, 5.0), Some(100_000.0));
+}
+
+#[test]
+fn bad_configurations_are_refused_before_measuring() {
+    let plan = Placement::Single
+        .plan(&CpuLayout::one_thread_per_core(&[0]))
+        .unwrap();
+    let mut services = matmul_services(1);
+    for config in [
+        CurveConfig {
+            qps: vec![100.0, -1.0],
+            ..CurveConfig::default()
+        },
+        CurveConfig {
+            qps: vec![f64::NAN],
+            ..CurveConfig::default()
+        },
+        CurveConfig {
+            qps: vec![],
+            ..CurveConfig::default()
+        },
+        CurveConfig {
+            warmup: 0,
+            ..CurveConfig::default()
+        },
+        CurveConfig {
+            requests: 0,
+            ..CurveConfig::default()
+        },
+        CurveConfig {
+            saturation_factor: 1.0,
+            ..CurveConfig::default()
+        },
+    ] {
+        let mut measured = false;
+        let error = measure(&config, &plan, &mut services, |_| measured = true).unwrap_err();
+        assert!(
+            matches!(error, LatencyError::BadConfig(_)),
+            "{config:?}: {error}"
+        );
+        assert!(!measured);
+    }
+}
