@@ -7,9 +7,10 @@
 //!   how the tree distribution hands a share to a child;
 //! * `spawn`, `join` and the `Simple` strategy push a stealable task and wake *one* sleeping worker,
 //!   because nobody else is known to be looking for it;
-//! * the tree strategy's balancing tasks wake one sleeping worker per batch of pieces: the
-//!   threads of the call normally are awake, but one that finished its share early may already
-//!   have parked.
+//! * the tree strategy's balancing tasks wake one sleeping *participant* of the call per batch of
+//!   pieces: participants normally are awake, but one that finished its share early may already
+//!   have parked. Workers that are not part of the call (worker 0 when an outside thread calls)
+//!   are left asleep: on a fully used machine they would only add a runnable thread.
 //!
 //! No wake-up is lost: a sleeper first announces itself (`asleep = true`, then the `sleeping`
 //! count, both `SeqCst`) and only then re-checks every queue; a waker first pushes, then issues a
@@ -86,6 +87,20 @@ impl Sleep {
             return;
         }
         for index in 0..self.workers.len() {
+            if self.wake_if_asleep(index) {
+                return;
+            }
+        }
+    }
+
+    /// Wakes one sleeping worker among `candidates`, if any. Call after publishing the work.
+    pub(crate) fn wake_one_of(&self, candidates: impl Iterator<Item = usize>) {
+        // SeqCst fence: orders the caller's push before reading the announcements.
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        for index in candidates {
             if self.wake_if_asleep(index) {
                 return;
             }

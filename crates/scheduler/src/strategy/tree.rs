@@ -223,10 +223,12 @@ fn balance<'a>(
         range.end = mid;
     }
     if pushed {
-        // A thread that finished its share early may have parked already (its spin window can be
-        // shorter than this thread's timespan plus one slow iteration): wake one sleeper, once
-        // per batch of pieces.
-        ctx.registry.sleep.wake_one();
+        // A participant that finished its share early may have parked already (its spin window
+        // can be shorter than this thread's timespan plus one slow iteration): wake one, once per
+        // batch of pieces.
+        ctx.registry
+            .sleep
+            .wake_one_of((1..call.slots).map(|slot| call.worker_of(slot)));
     }
     call.run(range);
 }

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every check and test of parbench: formatting, clippy, the workspace's unit, integration and
+# doc tests, the loom model of the scheduler's completion protocol, the aarch64 emulation tests of
+# the atomics crate, and a compile of all benchmarks. Installs what it needs (see deps.sh).
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+
+step() { printf '\n== %s\n' "$*"; }
+started=$(date +%s)
+
+step "dependencies"
+scripts/deps.sh
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test --workspace (unit, integration and doc tests)"
+cargo test --workspace --locked
+
+step "loom model of the scheduler's completion protocol"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+    cargo test -p parbench-scheduler --release --lib --locked loom_
+
+step "aarch64 emulation tests and instruction check of parbench-atomics"
+scripts/test-aarch64.sh
+
+step "benchmarks compile"
+cargo bench --workspace --no-run --locked
+
+printf '\n== all checks passed in %ss\n' "$(( $(date +%s) - started ))"
