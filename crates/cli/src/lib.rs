@@ -6,6 +6,10 @@
 //! that stdout carries nothing but results. No algorithm lives here: workloads and executors come
 //! from `parbench-kernels`.
 //!
+//! Beyond sweeps, each further command is one module of wiring around a library crate:
+//! [`locks`] (lock throughput and fairness, `parbench-atomics`, reported through the same
+//! statistics and exporters), [`topology`], [`profile`] and [`map`] (`parbench-mapper`).
+//!
 //! The data model in [`results`] is generic — a cell is labels, raw samples, metrics and derived
 //! statistics — so that further commands reuse statistics and exports unchanged.
 
