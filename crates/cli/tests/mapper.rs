@@ -239,63 +239,37 @@ fn map_scenarios_run_only_on_real_smt_siblings() {
 
 #[test]
 fn map_bad_input_is_one_line_and_exit_2() {
-    let base = ["map", "--kernels", SMT_KERNELS, "--threads", "8"];
-    let with = |extra: &[&str]| -> Vec<String> {
-        base.iter().chain(extra).map(|s| s.to_string()).collect()
-    };
-    let cases: [(Vec<String>, &[&str]); 5] = [
-        (with(&["--topology", "synthetic:pack:x"]), &["pack:x"]),
-        (with(&["--topology", "laptop"]), &["laptop"]),
+    const EIGHT: [&str; 4] = ["--kernels", SMT_KERNELS, "--threads", "8"];
+    let cases: [(&[&str], [&str; 2], &[&str]); 8] = [
+        (&EIGHT, ["--topology", "synthetic:pack:x"], &["pack:x"]),
+        (&EIGHT, ["--topology", "laptop"], &["laptop"]),
+        (&EIGHT, ["--algorithm", "best"], &["best", "round-robin"]),
+        (&EIGHT, ["--profile", "/nonexistent/p.json"], &["p.json"]),
         (
-            with(&["--topology", SYNTHETIC, "--algorithm", "best"]),
-            &["best", "round-robin"],
-        ),
-        (
-            with(&["--topology", SYNTHETIC, "--profile", "/nonexistent/p.json"]),
-            &["p.json"],
-        ),
-        (
-            with(&["--topology", "synthetic:core:2 pu:2"]),
+            &EIGHT,
+            ["--topology", "synthetic:core:2 pu:2"],
             &["8 threads", "4 PUs"],
         ),
+        (&["--kernels", "fp-add"], ["--threads", "0"], &["--threads"]),
+        (
+            &["--kernels", "fp-add"],
+            ["--scenarios", "--scenario-ms=1"],
+            &["two kernels"],
+        ),
+        (
+            &["--threads", "2"],
+            ["--kernels", "fp-add,nope"],
+            &["nope", "load-dep"],
+        ),
     ];
-    for (args, needles) in cases {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    for (base, extra, needles) in cases {
+        let mut args = vec!["map"];
+        args.extend_from_slice(base);
+        args.extend_from_slice(&extra);
+        // The synthetic topology unless the case names another.
+        if !extra.contains(&"--topology") {
+            args.extend_from_slice(&["--topology", SYNTHETIC]);
+        }
         assert_bad_input(&args, needles);
     }
-    assert_bad_input(
-        &[
-            "map",
-            "--topology",
-            SYNTHETIC,
-            "--kernels",
-            "fp-add",
-            "--threads",
-            "0",
-        ],
-        &["--threads"],
-    );
-    assert_bad_input(
-        &[
-            "map",
-            "--topology",
-            SYNTHETIC,
-            "--kernels",
-            "fp-add",
-            "--scenarios",
-        ],
-        &["--scenarios needs two kernels"],
-    );
-    assert_bad_input(
-        &[
-            "map",
-            "--topology",
-            SYNTHETIC,
-            "--kernels",
-            "fp-add,nope",
-            "--threads",
-            "2",
-        ],
-        &["nope", "load-dep"],
-    );
 }
