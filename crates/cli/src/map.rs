@@ -89,7 +89,8 @@ fn parse_count_u64(text: &str) -> Result<u64, String> {
 ///
 /// # Errors
 /// [`CliError::Profile`] for a missing or malformed profile file, [`CliError::Usage`] for a
-/// profile of a kernel not in `kernels`, [`CliError::Map`] for a kernel with neither a profile
+/// profile of a kernel not in `kernels` or one without class counts of a kernel that declares no
+/// mix, [`CliError::Map`] for a kernel with neither a profile
 /// nor a declared mix (listing the kernels that declare one).
 pub fn kernel_mixes(
     kernels: &[String],
@@ -111,7 +112,13 @@ pub fn kernel_mixes(
                 notes.push(profile_note(path, &name, source, &mix));
                 from_profiles.push((name, mix));
             }
-            (None, source) => notes.push(format!("{}: {name}: {source}", path.display())),
+            (None, _) => {
+                return Err(CliError::Usage(format!(
+                    "profile {} has no instruction-class counts and kernel {name} declares no \
+                     instruction mix: nothing to map it by",
+                    path.display()
+                )))
+            }
         }
     }
     let mixes = kernels

@@ -273,3 +273,33 @@ fn map_bad_input_is_one_line_and_exit_2() {
         assert_bad_input(&args, needles);
     }
 }
+
+#[test]
+fn map_refuses_a_profile_without_class_counts_of_a_kernel_without_a_declared_mix() {
+    let path = scratch("reduce-profile.json");
+    let path_text = path.to_str().expect("UTF-8 path");
+    cli_ok(&[
+        "profile", "--kernel", "reduce", "--param", "n=4096", "-o", path_text,
+    ]);
+    let profile = Profile::read_json(&path).expect("profile JSON written");
+    let args = [
+        "map",
+        "--topology",
+        SYNTHETIC,
+        "--kernels",
+        "reduce,fp-add",
+        "--profile",
+        path_text,
+    ];
+    if profile.thread_mixes().is_ok() {
+        eprintln!(
+            "SKIPPED: refusal of a count-less profile: this machine counts instruction classes"
+        );
+        assert!(cli_ok(&args).0.contains("reduce: instruction mix measured"));
+        return;
+    }
+    assert_bad_input(
+        &args,
+        &["reduce-profile.json", "declares no instruction mix"],
+    );
+}
