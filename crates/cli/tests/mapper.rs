@@ -52,6 +52,15 @@ fn topology_of_this_machine_matches_the_library() {
 
 #[test]
 fn topology_bad_input_is_one_line_and_exit_2() {
+    let not_xml = scratch("not-a-topology.xml");
+    std::fs::write(&not_xml, "not xml at all").expect("scratch file");
+    let not_xml = not_xml.to_str().expect("UTF-8 path");
+    assert_bad_input(&["topology", "--xml", not_xml], &["not-a-topology.xml"]);
+    let xml_arg = format!("xml:{not_xml}");
+    assert_bad_input(
+        &["map", "--topology", &xml_arg, "--kernels", "fp-add"],
+        &["not-a-topology.xml"],
+    );
     assert_bad_input(&["topology", "--synthetic", "pack:x"], &["pack:x"]);
     assert_bad_input(
         &["topology", "--xml", "/nonexistent/machine.xml"],
