@@ -38,6 +38,14 @@ pub enum Command {
     Latency(Box<crate::latency::LatencyArgs>),
     /// List the kernels with their parameters and defaults, and the schedulers.
     List,
+    /// Lock throughput and fairness: every spin lock × available backend, plus std::sync::Mutex.
+    Locks(crate::locks::LocksArgs),
+    /// Print the machine's (or a planned machine's) packages, cores and PUs.
+    Topology(crate::topology::TopologyArgs),
+    /// Per-thread perf counters of a kernel, the latency study's metrics and SMT classification.
+    Profile(crate::profile::ProfileArgs),
+    /// Map threads to PUs by instruction mix and compare every algorithm on the contention model.
+    Map(Box<crate::map::MapArgs>),
 }
 
 /// Options of `parbench-cli sweep`. Without any, the quick default suite runs.

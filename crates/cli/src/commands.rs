@@ -10,7 +10,6 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use parbench_kernels::{find_kernel, registry, ExecutorKind, Kernel, Params, PinPolicy};
 
@@ -49,6 +48,10 @@ pub fn run(command: Command) -> Result<(), CliError> {
         Command::Plot(args) => plot(&args),
         Command::Latency(args) => crate::latency::run(&args),
         Command::List => list(),
+        Command::Locks(args) => crate::locks::run(&args),
+        Command::Topology(args) => crate::topology::run(&args),
+        Command::Profile(args) => crate::profile::run(&args),
+        Command::Map(args) => crate::map::run(&args),
     }
 }
 
@@ -146,14 +149,36 @@ fn available_cores() -> usize {
 }
 
 /// Where results go besides stdout.
-struct OutputFile {
+pub(crate) struct OutputFile {
     path: PathBuf,
     format: ExportFormat,
 }
 
 impl OutputFile {
+    /// The file `--output` names (its format from `--format` or its extension) and the format of
+    /// stdout: with a file, the terminal gets the table; without one, `--format` decides.
+    pub(crate) fn from_args(
+        path: Option<&Path>,
+        format: Option<ExportFormat>,
+    ) -> Result<(Option<OutputFile>, ExportFormat), CliError> {
+        let Some(path) = path else {
+            return Ok((None, format.unwrap_or(ExportFormat::Table)));
+        };
+        let Some(file_format) = format.or_else(|| ExportFormat::from_extension(path)) else {
+            return Err(CliError::Usage(format!(
+                "cannot tell the format of {} from its extension (.csv, .json, .md); give --format",
+                path.display()
+            )));
+        };
+        let file = OutputFile {
+            path: path.to_owned(),
+            format: file_format,
+        };
+        Ok((Some(file), ExportFormat::Table))
+    }
+
     /// Writes `report` to a sibling temporary file and renames it over the target.
-    fn write(&self, report: &Report) -> Result<(), CliError> {
+    pub(crate) fn write(&self, report: &Report) -> Result<(), CliError> {
         let mut temporary = self.path.clone().into_os_string();
         temporary.push(".partial");
         let temporary = PathBuf::from(temporary);
@@ -198,27 +223,7 @@ impl SweepObserver for SweepDisplay<'_> {
 
 fn sweep(args: &SweepArgs) -> Result<(), CliError> {
     let plan = plan_from_args(args)?;
-    let output = match &args.output {
-        Some(path) => Some(OutputFile {
-            format: match args.format.or_else(|| ExportFormat::from_extension(path)) {
-                Some(format) => format,
-                None => {
-                    return Err(CliError::Usage(format!(
-                        "cannot tell the format of {} from its extension (.csv, .json, .md); \
-                         give --format",
-                        path.display()
-                    )))
-                }
-            },
-            path: path.clone(),
-        }),
-        None => None,
-    };
-    // With a file, the terminal gets the table; without one, --format decides what stdout gets.
-    let stdout_format = match output {
-        Some(_) => ExportFormat::Table,
-        None => args.format.unwrap_or(ExportFormat::Table),
-    };
+    let (output, stdout_format) = OutputFile::from_args(args.output.as_deref(), args.format)?;
     let mut report = Report::new("sweep", &LABELS);
     report.metadata = sweep_metadata(&plan);
     if let Some(output) = &output {
@@ -259,14 +264,7 @@ fn sweep_metadata(plan: &SweepPlan) -> crate::results::Metadata {
             }
         }
     }
-    crate::results::Metadata {
-        parbench_version: env!("CARGO_PKG_VERSION").to_owned(),
-        started_unix_s: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        available_cores: available_cores(),
-        settings,
-    }
+    crate::results::Metadata::now(settings)
 }
 
 /// The plan in a few lines for stderr.
@@ -360,7 +358,9 @@ fn list() -> Result<(), CliError> {
 }
 
 /// Writes to stdout; a closed pipe (`parbench-cli … | head`) ends the output quietly.
-fn write_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), CliError> {
+pub(crate) fn write_stdout(
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), CliError> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     match write(&mut out).and_then(|()| out.flush()) {

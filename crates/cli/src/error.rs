@@ -54,6 +54,21 @@ pub enum CliError {
     /// The figure could not be drawn.
     #[error(transparent)]
     Plot(#[from] PlotError),
+    /// A lock or backend that does not exist or that this CPU cannot run (`locks`).
+    #[error(transparent)]
+    Atomics(#[from] parbench_atomics::Error),
+    /// A topology that cannot be read or parsed (`topology`, `map`).
+    #[error(transparent)]
+    Topology(#[from] parbench_mapper::TopologyError),
+    /// A mapping that cannot be made: unknown algorithm or kernel, too many threads (`map`).
+    #[error(transparent)]
+    Map(#[from] parbench_mapper::MapError),
+    /// Counters or a profile file that failed (`profile`, `map --profile`).
+    #[error(transparent)]
+    Profile(#[from] parbench_mapper::perf::ProfileError),
+    /// The co-scheduling scenarios could not run (`map --scenarios`).
+    #[error(transparent)]
+    Scenario(#[from] parbench_mapper::ScenarioError),
 }
 
 /// The message a panic carried (`panic!("…")` payloads are `&str` or `String`).

@@ -6,6 +6,10 @@
 //! that stdout carries nothing but results. No algorithm lives here: workloads and executors come
 //! from `parbench-kernels`.
 //!
+//! Beyond sweeps, each further command is one module of wiring around a library crate:
+//! [`locks`] (lock throughput and fairness, `parbench-atomics`, reported through the same
+//! statistics and exporters), [`topology`], [`profile`] and [`map`] (`parbench-mapper`).
+//!
 //! The data model in [`results`] is generic — a cell is labels, raw samples, metrics and derived
 //! statistics — so that further commands reuse statistics and exports unchanged.
 
@@ -16,8 +20,12 @@ pub mod commands;
 pub mod error;
 pub mod export;
 pub mod latency;
+pub mod locks;
+pub mod map;
 pub mod plot;
+pub mod profile;
 pub mod progress;
 pub mod results;
 pub mod stats;
 pub mod sweep;
+pub mod topology;

@@ -73,6 +73,26 @@ pub struct Metadata {
     pub settings: BTreeMap<String, String>,
 }
 
+impl Metadata {
+    /// Metadata of a measurement starting now on this machine, with `settings`.
+    ///
+    /// ```
+    /// use parbench_cli::results::Metadata;
+    /// let m = Metadata::now(Default::default());
+    /// assert!(m.available_cores >= 1 && m.started_unix_s > 0);
+    /// ```
+    pub fn now(settings: BTreeMap<String, String>) -> Metadata {
+        Metadata {
+            parbench_version: env!("CARGO_PKG_VERSION").to_owned(),
+            started_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            available_cores: std::thread::available_parallelism().map_or(1, usize::from),
+            settings,
+        }
+    }
+}
+
 /// One measured configuration.
 ///
 /// ```

@@ -80,14 +80,16 @@ pub fn contention(
                 .iter()
                 .enumerate()
                 .flat_map(|(i, &a)| threads[i + 1..].iter().map(move |&b| (a, b)));
+            // fold from +0.0, not sum(): `Sum for f64` starts at -0.0, so a core without pairs
+            // would score -0.0 and print as "-0.000".
             let score = pairs
                 .filter_map(|(a, b)| Some(overlap(mixes.get(a)?, mixes.get(b)?)))
-                .sum();
+                .fold(0.0, |total, pair| total + pair);
             (core, score)
         })
         .collect();
     Some(ContentionScore {
-        total: per_core.iter().map(|(_, score)| score).sum(),
+        total: per_core.iter().fold(0.0, |total, (_, score)| total + score),
         per_core,
     })
 }
@@ -103,7 +105,11 @@ mod tests {
         let t = Topology::synthetic("core:4 pu:2").unwrap();
         let fp = InstructionMix::new([(InstrClass::Fp, 1.0)]);
         let mapping = Algorithm::Scatter.map(&t, &[fp; 4]).unwrap();
-        assert_eq!(contention(&t, &mapping, &[fp; 4]).unwrap().total, 0.0);
+        let score = contention(&t, &mapping, &[fp; 4]).unwrap();
+        assert_eq!(score.total, 0.0);
+        // Positive zero, so reports print "0.000" and not "-0.000".
+        assert!(score.total.is_sign_positive());
+        assert!(score.per_core.iter().all(|(_, s)| s.is_sign_positive()));
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod counter;
 pub mod events;
 pub mod metrics;
 pub mod profile;
+mod workload_mix;
 
 use std::io;
 use std::path::PathBuf;

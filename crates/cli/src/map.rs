@@ -1,0 +1,290 @@
+//! `parbench-cli map`: place threads on PUs by their kernels' instruction mixes and compare every
+//! mapping algorithm on the contention model (`parbench_mapper::map_report`); with
+//! `--scenarios`, also measure the study's co-scheduling scenarios on real SMT siblings.
+//!
+//! A kernel's mix comes from a profile given with `--profile` (its `workload` names the kernel;
+//! the mean of its measured per-thread mixes, or the declared mix when the profile was taken
+//! without instruction-class counters — the output says which), otherwise from the mix the
+//! kernel declares. Threads are assigned to kernels in contiguous blocks, as the study did.
+//!
+//! The scenarios run real kernels, so this is the one place where `parbench-kernels` and
+//! `parbench-mapper` meet: [`KernelWorkload`] turns a kernel into the batch function the
+//! scenarios repeat on each pinned thread.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use clap::Args;
+use parbench_kernels::{find_kernel, Kernel, KernelError, Params, PreparedKernel, SeqExecutor};
+use parbench_mapper::perf::{MixSource, Profile};
+use parbench_mapper::{
+    declared_kernel_mixes, map_report, parse_topology_arg, run_scenarios, Algorithm,
+    InstructionMix, NamedMix, Topology, Workload,
+};
+
+use crate::args::{parse_count, parse_positive};
+use crate::commands::write_stdout;
+use crate::error::CliError;
+
+/// Options of `parbench-cli map`.
+///
+/// ```
+/// use clap::Parser;
+/// use parbench_cli::args::{Cli, Command};
+/// let cli = Cli::try_parse_from([
+///     "parbench-cli", "map", "--topology", "synthetic:pack:1 core:4 pu:2",
+///     "--kernels", "fp-add,int-add", "--threads", "4", "--algorithm", "scatter",
+/// ])?;
+/// let Command::Map(args) = cli.command else { unreachable!() };
+/// assert_eq!(args.kernels, ["fp-add", "int-add"]);
+/// # Ok::<(), clap::Error>(())
+/// ```
+#[derive(Debug, Args)]
+pub struct MapArgs {
+    /// `this`, `synthetic:DESCRIPTION` (e.g. "synthetic:pack:1 core:4 pu:2") or `xml:FILE`.
+    #[arg(long, value_name = "TOPOLOGY", default_value = "this")]
+    pub topology: String,
+    /// Kernels whose threads are mapped, comma-separated (threads go to them in blocks).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', required = true)]
+    pub kernels: Vec<String>,
+    /// Threads to map [default: every PU of the topology].
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub threads: Option<usize>,
+    /// instruction-aware, round-robin, compact, scatter or os.
+    #[arg(long, value_name = "NAME", default_value = "instruction-aware")]
+    pub algorithm: String,
+    /// A profile (`profile --output`) supplying the mix of the kernel it profiled; repeatable.
+    #[arg(long, value_name = "P.json")]
+    pub profile: Vec<PathBuf>,
+    /// Seed of the random placements the model compares against.
+    #[arg(long, value_name = "S", default_value_t = 1, value_parser = parse_count_u64)]
+    pub seed: u64,
+    /// Number of random placements the model compares against.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = parse_count)]
+    pub random_samples: usize,
+    /// Also measure scenarios A (alone), B (same-unit siblings), C (different-unit siblings) for
+    /// the first two kernels on a real SMT core of this machine.
+    #[arg(long)]
+    pub scenarios: bool,
+    /// Length of each scenario measurement, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 200, value_parser = parse_positive)]
+    pub scenario_ms: usize,
+}
+
+fn parse_count_u64(text: &str) -> Result<u64, String> {
+    parse_count(text).map(|n| n as u64)
+}
+
+/// The mixes of `kernels`: from the profile naming a kernel, else its declared mix, with one line
+/// per profile saying what it supplied.
+///
+/// ```
+/// use parbench_cli::map::kernel_mixes;
+/// let (mixes, notes) = kernel_mixes(&["fp-add".to_owned(), "load-dep".to_owned()], &[])?;
+/// assert_eq!((mixes.len(), notes.len()), (2, 0));
+/// assert!(kernel_mixes(&["nope".to_owned()], &[]).is_err());
+/// # Ok::<(), parbench_cli::error::CliError>(())
+/// ```
+///
+/// # Errors
+/// [`CliError::Profile`] for a missing or malformed profile file, [`CliError::Usage`] for a
+/// profile of a kernel not in `kernels` or one without class counts of a kernel that declares no
+/// mix, [`CliError::Map`] for a kernel with neither a profile
+/// nor a declared mix (listing the kernels that declare one).
+pub fn kernel_mixes(
+    kernels: &[String],
+    profiles: &[PathBuf],
+) -> Result<(Vec<NamedMix>, Vec<String>), CliError> {
+    let mut from_profiles: Vec<(String, InstructionMix)> = Vec::new();
+    let mut notes = Vec::new();
+    for path in profiles {
+        let profile = Profile::read_json(path)?;
+        let name = profile.workload.clone();
+        if !kernels.contains(&name) {
+            return Err(CliError::Usage(format!(
+                "profile {} is of kernel {name}, which is not in --kernels",
+                path.display()
+            )));
+        }
+        match profile.workload_mix(InstructionMix::declared_for_kernel(&name)) {
+            (Some(mix), source) => {
+                notes.push(profile_note(path, &name, source, &mix));
+                from_profiles.push((name, mix));
+            }
+            (None, _) => {
+                return Err(CliError::Usage(format!(
+                    "profile {} has no instruction-class counts and kernel {name} declares no \
+                     instruction mix: nothing to map it by",
+                    path.display()
+                )))
+            }
+        }
+    }
+    let mixes = kernels
+        .iter()
+        .map(
+            |name| match from_profiles.iter().find(|(profiled, _)| profiled == name) {
+                Some((_, mix)) => Ok(NamedMix {
+                    name: name.clone(),
+                    mix: *mix,
+                }),
+                None => declared_kernel_mixes(std::slice::from_ref(name))
+                    .map(|mut one| one.remove(0))
+                    .map_err(CliError::from),
+            },
+        )
+        .collect::<Result<_, _>>()?;
+    Ok((mixes, notes))
+}
+
+fn profile_note(path: &Path, kernel: &str, source: MixSource, mix: &InstructionMix) -> String {
+    format!("{}: {kernel}: {source} ({mix})", path.display())
+}
+
+/// A kernel as a scenario workload: each call runs one copy of the kernel once on the calling
+/// thread (sequential executor) and returns the operations it did.
+///
+/// Copies are kept in a pool, so the two threads of scenario B each run their own copy instead of
+/// waiting for one another; a new copy is prepared only when none is idle. A kernel error is kept
+/// for [`KernelWorkload::finish`] and the batch then counts nothing.
+pub struct KernelWorkload {
+    kernel: &'static dyn Kernel,
+    idle: Mutex<Vec<Box<dyn PreparedKernel>>>,
+    error: Mutex<Option<KernelError>>,
+}
+
+impl KernelWorkload {
+    /// The kernel called `name`, with its default parameters.
+    ///
+    /// ```
+    /// use parbench_cli::map::KernelWorkload;
+    /// let workload = KernelWorkload::new("int-add")?;
+    /// assert!(workload.batch() > 0);
+    /// workload.finish()?;
+    /// # Ok::<(), parbench_cli::error::CliError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`CliError::Kernel`] for an unknown kernel.
+    pub fn new(name: &str) -> Result<KernelWorkload, CliError> {
+        Ok(KernelWorkload {
+            kernel: find_kernel(name)?,
+            idle: Mutex::new(Vec::new()),
+            error: Mutex::new(None),
+        })
+    }
+
+    /// One run: the operations the kernel reports (`ops-per-sec` × time), or 1 for a kernel that
+    /// reports no operation count; 0 after an error.
+    pub fn batch(&self) -> u64 {
+        let copy = self
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let outcome = copy
+            .map_or_else(|| self.kernel.prepare(&Params::new(), 1), Ok)
+            .and_then(|mut copy| {
+                let report = copy.run(&SeqExecutor::new())?;
+                self.idle
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(copy);
+                Ok(report)
+            });
+        match outcome {
+            Ok(report) => report
+                .metrics
+                .iter()
+                .find(|metric| metric.name == "ops-per-sec")
+                .map_or(1, |rate| {
+                    (rate.value * report.elapsed.as_secs_f64()).round() as u64
+                }),
+            Err(error) => {
+                self.error
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert(error);
+                0
+            }
+        }
+    }
+
+    /// The first error any batch met, if one did.
+    ///
+    /// # Errors
+    /// [`CliError::Kernel`] with that error.
+    pub fn finish(self) -> Result<(), CliError> {
+        match self
+            .error
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            Some(error) => Err(error.into()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Runs `parbench-cli map`.
+///
+/// # Errors
+/// [`CliError`] for a malformed topology, an unknown algorithm or kernel, a missing profile, too
+/// many threads for the topology, or a failing scenario.
+pub fn run(args: &MapArgs) -> Result<(), CliError> {
+    let topology = parse_topology_arg(&args.topology)?;
+    let algorithm: Algorithm = args.algorithm.trim().parse()?;
+    let kernels: Vec<String> = args.kernels.iter().map(|k| k.trim().to_owned()).collect();
+    let (mixes, notes) = kernel_mixes(&kernels, &args.profile)?;
+    if args.scenarios && kernels.len() < 2 {
+        return Err(CliError::Usage(
+            "--scenarios needs two kernels (the first two of --kernels are co-scheduled)".into(),
+        ));
+    }
+    let threads = args.threads.unwrap_or(topology.pus().len());
+    let report = map_report(
+        &topology,
+        &mixes,
+        threads,
+        algorithm,
+        args.random_samples,
+        args.seed,
+    )?;
+    write_stdout(|out| {
+        for note in &notes {
+            writeln!(out, "{note}")?;
+        }
+        write!(out, "{report}")?;
+        if !topology.is_this_system() {
+            writeln!(
+                out,
+                "note: a planned machine, not this one: the mapping is a plan, nothing is pinned"
+            )?;
+        }
+        Ok(())
+    })?;
+    if args.scenarios {
+        scenarios(&topology, &kernels[0], &kernels[1], args.scenario_ms)?;
+    }
+    Ok(())
+}
+
+fn scenarios(topology: &Topology, first: &str, second: &str, ms: usize) -> Result<(), CliError> {
+    let (a, b) = (KernelWorkload::new(first)?, KernelWorkload::new(second)?);
+    let outcome = run_scenarios(
+        topology,
+        &Workload {
+            name: first.to_owned(),
+            batch: &|| a.batch(),
+        },
+        &Workload {
+            name: second.to_owned(),
+            batch: &|| b.batch(),
+        },
+        Duration::from_millis(ms as u64),
+    )?;
+    a.finish()?;
+    b.finish()?;
+    write_stdout(|out| write!(out, "{outcome}"))
+}
