@@ -4,6 +4,7 @@
 //!
 //! * [`scheduler`] — a composable work-stealing pool whose `parallel_for` distributes through a
 //!   K-ary tree of threads, with OpenMP/TBB-like baseline strategies;
+//! * [`kernels`] — the studies' workloads on ten executors, each validating its own result;
 //! * [`atomics`] — spin locks and counters with fixed ARMv8.1 LSE / ARMv8.0 LL-SC instructions;
 //! * [`mapper`] — machine topology, per-thread instruction-mix profiles and SMT-aware mapping.
 //!
@@ -15,6 +16,7 @@
 //! ```
 
 pub use parbench_atomics as atomics;
+pub use parbench_kernels as kernels;
 pub use parbench_mapper as mapper;
 pub use parbench_scheduler as scheduler;
 

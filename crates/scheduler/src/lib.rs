@@ -23,7 +23,7 @@
 //!
 //! A thread outside the pool that calls a parallel algorithm takes part in it: it runs its own
 //! share first, and takes back work queued for threads that have not woken up yet. It stands in
-//! for worker 0, so a pool of P threads runs a loop on P threads.
+//! for worker 0 (which meanwhile steals nothing), so a pool of P threads runs a loop on P threads.
 //!
 //! # Example
 //!

@@ -264,9 +264,34 @@ impl Registry {
         }
     }
 
+    /// Whether `slot` is a worker that outside callers currently stand in for.
+    ///
+    /// An outside thread taking part in a call stands in for a worker (see `LoopCall`), so that a
+    /// pool of P threads runs a call on P threads. While k outside threads take part in calls,
+    /// workers 0..k-1 therefore only run work handed to them (own deque, inbox, the injector) and
+    /// do not steal; otherwise a pool of one thread would run an outside caller's loop on two.
+    pub(crate) fn is_standing_aside(&self, slot: Slot) -> bool {
+        matches!(slot, Slot::Worker(index) if index < self.active_guests.load(Ordering::Relaxed))
+    }
+
+    /// Wakes one sleeping worker that may steal (see `is_standing_aside`).
+    pub(crate) fn wake_one_thief(&self) {
+        let first = self.active_guests.load(Ordering::Relaxed);
+        self.sleep.wake_one_of(first..self.num_threads());
+    }
+
     fn has_visible_work(&self, ctx: &WorkerCtx<'_>) -> bool {
-        !ctx.deque.is_empty()
-            || !self.injector.is_empty()
+        let own_inbox = match ctx.slot {
+            Slot::Worker(index) => !self.inboxes[index].is_empty(),
+            Slot::Guest(_) => false,
+        };
+        if !ctx.deque.is_empty() || own_inbox || !self.injector.is_empty() {
+            return true;
+        }
+        if self.is_standing_aside(ctx.slot) {
+            return false;
+        }
+        !self.injector.is_empty()
             || self.inboxes.iter().any(|q| !q.is_empty())
             || self.stealers.iter().any(|s| !s.is_empty())
             || (self.active_guests.load(Ordering::Relaxed) > 0
@@ -349,7 +374,7 @@ impl<'r> WorkerCtx<'r> {
     /// Pushes a stealable task and wakes one sleeping worker to steal it.
     pub(crate) fn push_local_and_wake(&self, job: JobRef) {
         self.deque.push(job);
-        self.registry.sleep.wake_one();
+        self.registry.wake_one_thief();
     }
 
     /// Pops the newest task of this context's own deque.
@@ -380,6 +405,9 @@ impl<'r> WorkerCtx<'r> {
         }
         if let Some(job) = steal_from(|| registry.injector.steal()) {
             return Some(job);
+        }
+        if registry.is_standing_aside(self.slot) {
+            return None;
         }
         let n = registry.num_threads();
         let start = self.next_random() % n;

@@ -175,3 +175,25 @@ fn tree_initial_distribution_is_uniform() {
         );
     }
 }
+
+/// The outside caller stands in for a worker: a pool of P threads runs a call on at most P
+/// threads, whatever the strategy (including stealable balancing pieces).
+#[test]
+fn a_call_from_outside_uses_at_most_num_threads_threads() {
+    for threads in [1, 2] {
+        let pool = pool(threads);
+        for strategy in all_strategies() {
+            for _ in 0..20 {
+                let seen = Mutex::new(HashSet::new());
+                pool.parallel_for_with(&strategy, 0..2000, |i| {
+                    if i % 100 == 0 {
+                        std::thread::sleep(Duration::from_micros(20));
+                    }
+                    seen.lock().unwrap().insert(std::thread::current().id());
+                });
+                let used = seen.into_inner().unwrap().len();
+                assert!(used <= threads, "{threads} threads, {strategy:?}: {used} threads ran the loop");
+            }
+        }
+    }
+}
