@@ -192,7 +192,10 @@ fn a_call_from_outside_uses_at_most_num_threads_threads() {
                     seen.lock().unwrap().insert(std::thread::current().id());
                 });
                 let used = seen.into_inner().unwrap().len();
-                assert!(used <= threads, "{threads} threads, {strategy:?}: {used} threads ran the loop");
+                assert!(
+                    used <= threads,
+                    "{threads} threads, {strategy:?}: {used} threads ran the loop"
+                );
             }
         }
     }

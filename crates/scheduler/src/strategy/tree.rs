@@ -25,7 +25,7 @@
 
 use std::ops::Range;
 
-use super::{Grain, LoopCall, NodeRef, TreeConfig, TreeTimespan, block, counted_job};
+use super::{Grain, LoopCall, NodeRef, TreeConfig, TreeTimespan, block};
 use crate::job::HeapJob;
 use crate::latch::CountNode;
 use crate::registry::{WorkerCtx, with_current_ctx};
@@ -107,8 +107,11 @@ pub(crate) fn run(
     range: Range<usize>,
     config: &TreeConfig,
 ) {
+    // The caller's own share holds one more count of the root, released by `run_piece`; the
+    // caller's original count is released by `run_loop`.
+    root.add(1);
     let held = distribute(ctx, call, root, true, 0..call.slots, 0, &range, *config);
-    run_share(ctx, call, held, block(&range, call.slots, 0), *config);
+    run_piece(ctx, call, held, block(&range, call.slots, 0), *config);
 }
 
 /// Hands out all parts of `slots` but the first slot's own share; returns the node whose count
@@ -142,17 +145,16 @@ fn distribute<'a>(
         let parent = node;
         let range = range.clone();
         let receiver = call.worker_of(part.start);
-        // SAFETY: the job owns the count just added and releases it through `held` (the node
-        // `distribute` returns either is `parent` or took that count over); `call` lives until
-        // the root latch is set.
+        let share = block(&range, total, part.start);
+        // SAFETY: the job owns the count just added and releases it through the node
+        // `distribute` returns (either `parent` itself or a node that took that count over);
+        // `call` lives until the root latch is set.
         let job = unsafe {
             HeapJob::into_job_ref(move || {
                 with_current_ctx(|ctx| {
-                    let share = block(&range, total, part.start);
                     let held =
                         distribute(ctx, call, parent, false, part, part_level, &range, config);
-                    run_share(ctx, call, held, share, config);
-                    held.complete();
+                    run_piece(ctx, call, held, share, config);
                 })
             })
         };
@@ -161,28 +163,85 @@ fn distribute<'a>(
     node
 }
 
-/// Runs one thread's share: first for the timespan without stealable tasks, then with balancing
-/// tasks. Balancing tasks count in `node`.
-fn run_share<'a>(
+/// Runs `range` on this thread — a share, or a balancing piece — and then releases `held`.
+///
+/// First it runs for the timespan without creating any stealable task, counting the iterations
+/// it manages (the adaptive grain; every piece measures its own, so pieces far from a heavy start
+/// of a range are sized by their own, cheaper iterations). Then it splits what is left by halving
+/// into balancing tasks of at least one grain on its own deque, runs the lowest piece and pops
+/// the others back (newest, smallest first) unless idle threads stole them (oldest, largest
+/// first). The balancing tasks count in a node of their own, so completing them touches no
+/// counter that other threads' pieces use.
+fn run_piece<'a>(
     ctx: &WorkerCtx<'_>,
     call: &'a LoopCall<'a>,
-    node: NodeRef,
-    share: Range<usize>,
+    held: NodeRef,
+    range: Range<usize>,
     config: TreeConfig,
 ) {
+    let rest = run_for_timespan(ctx, call, range, config);
+    let grain = match (config.grain, &rest) {
+        (_, None) => 0,
+        (Grain::Adaptive, Some((_, measured))) => (*measured).max(1),
+        (Grain::Fixed(grain), Some(_)) => grain.max(1),
+    };
+    let Some((mut rest, _)) = rest else {
+        // SAFETY: the count this piece was run for.
+        unsafe { held.complete() };
+        return;
+    };
+    if rest.len() < 2 * grain || call.stopped() {
+        call.run(rest);
+        // SAFETY: as above.
+        unsafe { held.complete() };
+        return;
+    }
+    let node = NodeRef(CountNode::child(held.0));
+    while rest.len() >= 2 * grain && !call.stopped() {
+        let mid = rest.start + rest.len() / 2;
+        let upper = mid..rest.end;
+        node.add(1);
+        // SAFETY: the job owns the count just added and `run_piece` releases it; `call` lives
+        // until the root latch is set.
+        let job = unsafe {
+            HeapJob::into_job_ref(move || {
+                with_current_ctx(|ctx| run_piece(ctx, call, node, upper, config));
+            })
+        };
+        ctx.push_local(job);
+        rest.end = mid;
+    }
+    // A participant that finished its share early may have parked already (its spin window can be
+    // shorter than this thread's timespan plus one slow iteration): wake one, once per batch.
+    ctx.registry
+        .sleep
+        .wake_one_of((1..call.slots).map(|slot| call.worker_of(slot)));
+    call.run(rest);
+    // SAFETY: the node took over `held`'s count; this releases the piece's own count.
+    unsafe { node.complete() };
+}
+
+/// Runs iterations of `range` in batches of 1, 2, 4, … until the timespan has passed. Returns
+/// what is left and how many iterations ran, or `None` if nothing is left or the call stopped.
+fn run_for_timespan(
+    ctx: &WorkerCtx<'_>,
+    call: &LoopCall<'_>,
+    range: Range<usize>,
+    config: TreeConfig,
+) -> Option<(Range<usize>, usize)> {
     let timespan = match config.timespan {
         TreeTimespan::Pool => ctx.registry.timespan_ticks(),
         TreeTimespan::Fixed(duration) => timer::duration_to_ticks(duration),
         TreeTimespan::Disabled => 0,
     };
-    let mut position = share.start;
+    let mut position = range.start;
     if timespan > 0 {
         let start = timer::now();
         let mut batch = 1usize;
-        while position < share.end {
-            let end = share.end.min(position.saturating_add(batch));
+        while position < range.end {
+            let end = range.end.min(position.saturating_add(batch));
             if !call.run(position..end) {
-                return;
+                return None;
             }
             position = end;
             if timer::now().wrapping_sub(start) >= timespan {
@@ -191,46 +250,7 @@ fn run_share<'a>(
             batch = batch.saturating_mul(2);
         }
     }
-    if position >= share.end {
-        return;
-    }
-    let grain = match config.grain {
-        Grain::Adaptive => (position - share.start).max(1),
-        Grain::Fixed(grain) => grain.max(1),
-    };
-    balance(ctx, call, node, position..share.end, grain);
-}
-
-/// Splits `range` by halving into balancing tasks of at least `grain` iterations on the current
-/// thread's deque and runs the lowest piece.
-fn balance<'a>(
-    ctx: &WorkerCtx<'_>,
-    call: &'a LoopCall<'a>,
-    node: NodeRef,
-    range: Range<usize>,
-    grain: usize,
-) {
-    let mut range = range;
-    let mut pushed = false;
-    while range.len() >= 2 * grain && !call.stopped() {
-        let mid = range.start + range.len() / 2;
-        let upper = mid..range.end;
-        node.add(1);
-        // SAFETY: the job holds the count just added; `call` lives until the root latch is set.
-        let job = unsafe { counted_job(node, move |ctx| balance(ctx, call, node, upper, grain)) };
-        ctx.push_local(job);
-        pushed = true;
-        range.end = mid;
-    }
-    if pushed {
-        // A participant that finished its share early may have parked already (its spin window
-        // can be shorter than this thread's timespan plus one slow iteration): wake one, once per
-        // batch of pieces.
-        ctx.registry
-            .sleep
-            .wake_one_of((1..call.slots).map(|slot| call.worker_of(slot)));
-    }
-    call.run(range);
+    (position < range.end).then(|| (position..range.end, position - range.start))
 }
 
 #[cfg(test)]
