@@ -18,17 +18,28 @@
 //! parbench-scheduler --release --lib loom_`.
 
 #[cfg(loom)]
-use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use loom::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 #[cfg(loom)]
 use loom::thread::{self, Thread};
 #[cfg(not(loom))]
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 use std::thread::{self, Thread};
 
+/// The latch is not set and its waiter is awake.
+const UNSET: u8 = 0;
+/// The waiter announced that it is about to park (or is parked).
+const SLEEPY: u8 = 1;
+/// The latch is set.
+const SET: u8 = 2;
+
 /// A one-shot flag that wakes the thread which created it.
+///
+/// Setting it costs one compare-and-swap unless its waiter announced that it sleeps: only then
+/// is the waiter's thread handle touched (to unpark it). A sleepy waiter leaves only after it saw
+/// the flag set, so the latch is alive until the setter's final store.
 pub(crate) struct Latch {
-    set: AtomicBool,
+    state: AtomicU8,
     waiter: Thread,
 }
 
@@ -36,7 +47,7 @@ impl Latch {
     /// A latch whose waiter is the current thread.
     pub(crate) fn new() -> Self {
         Latch {
-            set: AtomicBool::new(false),
+            state: AtomicU8::new(UNSET),
             waiter: thread::current(),
         }
     }
@@ -44,21 +55,48 @@ impl Latch {
     /// Whether the latch is set; when it is, everything done before `set` is visible.
     #[inline]
     pub(crate) fn probe(&self) -> bool {
-        // Acquire: pairs with the Release store in `set`.
-        self.set.load(Ordering::Acquire)
+        // Acquire: pairs with the Release of `set`.
+        self.state.load(Ordering::Acquire) == SET
     }
 
-    /// Sets the latch and wakes its waiter.
+    /// Announces that the waiter is about to park; `false` if the latch is already set (then it
+    /// must not park for it).
+    pub(crate) fn prepare_sleep(&self) -> bool {
+        // Acquire on failure: the waiter then reads the completed work.
+        self.state
+            .compare_exchange(UNSET, SLEEPY, Ordering::Acquire, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Withdraws the announcement after waking up (the latch may have been set meanwhile).
+    pub(crate) fn cancel_sleep(&self) {
+        let _ = self
+            .state
+            .compare_exchange(SLEEPY, UNSET, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Sets the latch and, if its waiter sleeps, wakes it.
     ///
-    /// Takes a raw pointer because the waiter may return, and free the latch, the moment the flag
-    /// is stored; nothing of `*this` is touched after that store.
+    /// Takes a raw pointer because the waiter may return, and free the latch, the moment it sees
+    /// the flag; nothing of `*this` is touched after the store that sets it.
     pub(crate) fn set(this: *const Latch) {
-        // SAFETY: the latch is alive until the store below is observed by its waiter.
-        let waiter = unsafe { (*this).waiter.clone() };
+        // SAFETY: the latch is alive until its waiter has seen it set, which happens no earlier
+        // than the successful exchange or the store below.
+        let latch = unsafe { &*this };
         // Release: publishes the work of the tasks that completed into this latch.
-        unsafe { (*this).set.store(true, Ordering::Release) };
-        // Unparking a thread that is not parked only leaves it a token, so a waiter that checks
-        // the flag and then parks cannot miss this wake-up.
+        if latch
+            .state
+            .compare_exchange(UNSET, SET, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+        // The waiter announced sleep and waits for SET before leaving, so the latch is alive
+        // until the store; the handle is cloned first because it is not after.
+        let waiter = latch.waiter.clone();
+        latch.state.store(SET, Ordering::Release);
+        // Unparking a thread that is not parked only leaves it a token, so a waiter that
+        // announced sleep and then parks cannot miss this wake-up.
         waiter.unpark();
     }
 }
@@ -199,7 +237,10 @@ mod loom_tests {
             // SAFETY: the caller holds the root's initial count.
             unsafe { CountNode::complete(&root) };
             while !latch.probe() {
-                thread::park();
+                if latch.prepare_sleep() {
+                    thread::park();
+                    latch.cancel_sleep();
+                }
             }
             // SAFETY: after the latch, all writers are done (loom checks exactly this).
             let total: usize = work

@@ -316,6 +316,8 @@ pub(crate) fn run_loop(
         let latch = Latch::new();
         let root = CountNode::root(&latch);
         let root_ref = NodeRef(&root);
+        // Every strategy releases the caller's own count of the root (held since
+        // `CountNode::root`) when the caller's part is done.
         match strategy {
             Strategy::Tree(config) => tree::run(ctx, &call, root_ref, range, config),
             Strategy::Static => static_blocks::run(ctx, &call, root_ref, range),
@@ -323,8 +325,6 @@ pub(crate) fn run_loop(
             Strategy::Guided { min_chunk } => guided::run(ctx, &call, root_ref, range, *min_chunk),
             Strategy::Simple { grain } => simple::run(ctx, &call, root_ref, range, *grain),
         }
-        // SAFETY: the caller's own count of the root, held since `CountNode::root`.
-        unsafe { root_ref.complete() };
         ctx.wait_for(&latch);
         call.take_panic()
     });
@@ -367,8 +367,9 @@ pub(crate) fn drain_cursor(
     }
 }
 
-/// Hands `work` to every other slot of the call (one task each, via its worker's inbox) and runs
-/// it on the calling context too. Shared by Static, Dynamic and Guided.
+/// Hands `work` to every other slot of the call (one task each, via its worker's inbox), runs it
+/// on the calling context too, and releases the caller's count of `root`. Shared by Static,
+/// Dynamic and Guided.
 /// Only the first `participants` slots take part (no more than there are iterations).
 pub(crate) fn on_every_slot<'a>(
     ctx: &WorkerCtx<'_>,
@@ -385,4 +386,6 @@ pub(crate) fn on_every_slot<'a>(
         ctx.registry.push_to(call.worker_of(slot), job);
     }
     work(call, 0);
+    // SAFETY: the caller's own count, released once.
+    unsafe { root.complete() };
 }

@@ -15,6 +15,8 @@ pub(crate) fn run(
     grain: usize,
 ) {
     split(ctx, call, root, range, grain.max(1));
+    // SAFETY: the caller's own count, released once.
+    unsafe { root.complete() };
 }
 
 fn split<'a>(

@@ -10,8 +10,8 @@
 //!    `s` owns block `s` of `[l, r)` split into P blocks differing by at most one, so the initial
 //!    distribution is exactly uniform. A thread is reached after at most `⌈log_K P⌉` levels of
 //!    hand-off ([`tree_handoffs`] computes the shape as a pure function).
-//! 2. **Run for a timespan.** The thread runs its own block, in batches of 1, 2, 4, … iterations,
-//!    reading the clock between batches, until the timespan has passed. It creates no stealable
+//! 2. **Run for a timespan.** The thread runs its own block in growing batches (the next one aimed
+//!    at the end of the timespan), reading the clock between batches, until the timespan has passed. It creates no stealable
 //!    task meanwhile: on a balanced load every thread is then busy with its own block and no
 //!    stealing or task overhead happens at all.
 //! 3. **Balance.** The number of iterations it ran in the timespan is the *adaptive grain*. It then
@@ -107,9 +107,7 @@ pub(crate) fn run(
     range: Range<usize>,
     config: &TreeConfig,
 ) {
-    // The caller's own share holds one more count of the root, released by `run_piece`; the
-    // caller's original count is released by `run_loop`.
-    root.add(1);
+    // The caller's own count of the root is released by `run_piece` when its share is done.
     let held = distribute(ctx, call, root, true, 0..call.slots, 0, &range, *config);
     run_piece(ctx, call, held, block(&range, call.slots, 0), *config);
 }
@@ -221,7 +219,7 @@ fn run_piece<'a>(
     unsafe { node.complete() };
 }
 
-/// Runs iterations of `range` in batches of 1, 2, 4, … until the timespan has passed. Returns
+/// Runs iterations of `range` in growing batches until the timespan has passed. Returns
 /// what is left and how many iterations ran, or `None` if nothing is left or the call stopped.
 fn run_for_timespan(
     ctx: &WorkerCtx<'_>,
@@ -244,10 +242,18 @@ fn run_for_timespan(
                 return None;
             }
             position = end;
-            if timer::now().wrapping_sub(start) >= timespan {
+            let elapsed = timer::now().wrapping_sub(start);
+            if elapsed >= timespan {
                 break;
             }
-            batch = batch.saturating_mul(2);
+            // Aim the next batch at the end of the timespan, extrapolating from the iterations
+            // done so far, but grow at most eightfold: a few clock reads and body calls per
+            // share, and little overshoot if iterations get slower.
+            let done = position - range.start;
+            let fitting = (done as u64).saturating_mul(timespan - elapsed) / elapsed.max(1);
+            batch = usize::try_from(fitting)
+                .unwrap_or(usize::MAX)
+                .clamp(1, done.saturating_mul(8));
         }
     }
     (position < range.end).then(|| (position..range.end, position - range.start))
