@@ -111,9 +111,13 @@ pub struct KernelParamArgs {
     /// Problem size (nqueens board, trapezoids, philosophers, array length …; see `list`).
     #[arg(long, value_name = "N")]
     pub n: Option<String>,
-    /// round, trapezoid: the lock type (see `list`; its atomics backend via `--param backend=…`).
+    /// round, trapezoid: the lock type (tas, ttas, ticket, std; see `list`).
     #[arg(long, value_name = "LOCK")]
     pub lock: Option<String>,
+    /// round, trapezoid: the atomics backend of the spin locks (lse, llsc, portable; default: the
+    /// best this CPU has).
+    #[arg(long, value_name = "BACKEND")]
+    pub backend: Option<String>,
     /// trapezoid: how the sum is kept (spin, mutex, semaphore, atomic, local).
     #[arg(long, value_name = "METHOD")]
     pub method: Option<String>,
@@ -142,6 +146,7 @@ impl KernelParamArgs {
             ("kb", &self.kb),
             ("n", &self.n),
             ("lock", &self.lock),
+            ("backend", &self.backend),
             ("method", &self.method),
         ];
         let mut pairs: Vec<(String, String)> = named

@@ -354,3 +354,50 @@ fn closed_stdout_pipe_ends_quietly() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(!stderr(&output).contains("panicked"));
 }
+
+/// `--lock` and `--backend` reach round and trapezoid; a backend this CPU lacks is bad input.
+#[test]
+fn lock_and_backend_flags_select_the_kernels_locks() {
+    let base = [
+        "sweep",
+        "--kernels",
+        "round,trapezoid",
+        "--schedulers",
+        "seq,tree",
+        "--threads",
+        "2",
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "--quiet",
+        "--format",
+        "json",
+        "--lock",
+        "ticket",
+        "--method",
+        "mutex",
+        "--param",
+        "meals=50",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--backend", "portable"]);
+    let output = cli(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json = stdout(&output);
+    assert!(
+        json.contains("\"ticket\""),
+        "the lock parameter is recorded: {json}"
+    );
+    assert!(
+        json.contains("\"portable\""),
+        "the backend parameter is recorded: {json}"
+    );
+    if cfg!(target_arch = "aarch64") {
+        eprintln!("SKIPPED: LSE may be available on this aarch64 CPU; the missing-backend case needs x86-64");
+        return;
+    }
+    let mut args = base.to_vec();
+    args.extend(["--backend", "lse"]);
+    assert_bad_input(&cli(&args), &["lse"]);
+}
