@@ -122,6 +122,11 @@ impl fmt::Debug for ThreadPoolBuilder {
 impl ThreadPoolBuilder {
     /// A builder with the defaults: threads from `PARBENCH_NUM_THREADS` or the available
     /// parallelism, no pinning, [`DEFAULT_SPIN_BEFORE_PARK`], a calibrated timespan.
+    ///
+    /// ```
+    /// let pool = parbench_scheduler::ThreadPoolBuilder::new().build().unwrap();
+    /// assert!(pool.num_threads() >= 1);
+    /// ```
     pub fn new() -> Self {
         ThreadPoolBuilder {
             num_threads: None,
@@ -137,24 +142,52 @@ impl ThreadPoolBuilder {
     /// `PARBENCH_NUM_THREADS` if it holds a positive integer (other values are ignored, as rayon
     /// ignores a bad `RAYON_NUM_THREADS`), else [`std::thread::available_parallelism`].
     /// `build` rejects 0 with [`BuildError::ZeroThreads`].
+    ///
+    /// ```
+    /// use parbench_scheduler::{BuildError, ThreadPoolBuilder};
+    /// assert_eq!(ThreadPoolBuilder::new().num_threads(3).build().unwrap().num_threads(), 3);
+    /// assert!(matches!(ThreadPoolBuilder::new().num_threads(0).build(), Err(BuildError::ZeroThreads)));
+    /// ```
     pub fn num_threads(mut self, num_threads: usize) -> Self {
         self.num_threads = Some(num_threads);
         self
     }
 
     /// Names worker `i` with `name(i)` (default `parbench-worker-{i}`).
+    ///
+    /// ```
+    /// let pool = parbench_scheduler::ThreadPoolBuilder::new()
+    ///     .num_threads(1)
+    ///     .thread_name(|i| format!("solver-{i}"))
+    ///     .build()
+    ///     .unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// pool.spawn_on(0, move || tx.send(std::thread::current().name().map(String::from)).unwrap()).unwrap();
+    /// assert_eq!(rx.recv().unwrap().as_deref(), Some("solver-0"));
+    /// ```
     pub fn thread_name<F: FnMut(usize) -> String + 'static>(mut self, name: F) -> Self {
         self.thread_name = Some(Box::new(name));
         self
     }
 
     /// The stack size of each worker thread, in bytes (default: the standard library's).
+    ///
+    /// ```
+    /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(1).stack_size(8 << 20).build();
+    /// assert!(pool.is_ok());
+    /// ```
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = Some(bytes);
         self
     }
 
-    /// Pins workers to CPUs.
+    /// Pins workers to CPUs; `build` checks that every named CPU exists.
+    ///
+    /// ```
+    /// use parbench_scheduler::{BuildError, Pinning, ThreadPoolBuilder};
+    /// let missing = ThreadPoolBuilder::new().num_threads(1).pin(Pinning::Cpus(vec![1 << 20])).build();
+    /// assert!(matches!(missing, Err(BuildError::NoSuchCpu { .. } | BuildError::PinningUnsupported)));
+    /// ```
     pub fn pin(mut self, pinning: Pinning) -> Self {
         self.pinning = pinning;
         self
@@ -162,12 +195,28 @@ impl ThreadPoolBuilder {
 
     /// How long idle threads keep spinning and stealing before they park
     /// (default [`DEFAULT_SPIN_BEFORE_PARK`]; `Duration::ZERO` parks at once).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let pool = parbench_scheduler::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .spin_before_park(Duration::ZERO) // lowest idle cost, slower back-to-back calls
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(pool.parallel_reduce(0..10, || 0, |i| i, |a, b| a + b), 45);
+    /// ```
     pub fn spin_before_park(mut self, duration: Duration) -> Self {
         self.spin_before_park = duration;
         self
     }
 
     /// How the tree strategy's timespan is chosen (default [`Timespan::Calibrate`]).
+    ///
+    /// ```
+    /// use parbench_scheduler::{ThreadPoolBuilder, Timespan, CALIBRATION_RANGE};
+    /// let pool = ThreadPoolBuilder::new().num_threads(2).timespan(Timespan::Calibrate).build().unwrap();
+    /// assert!(pool.timespan() >= CALIBRATION_RANGE.0 && pool.timespan() <= CALIBRATION_RANGE.1);
+    /// ```
     pub fn timespan(mut self, timespan: Timespan) -> Self {
         self.timespan = timespan;
         self
@@ -179,6 +228,14 @@ impl ThreadPoolBuilder {
     }
 
     /// Builds the pool: starts (and pins) every worker, then calibrates the timespan if asked to.
+    ///
+    /// ```
+    /// use parbench_scheduler::ThreadPoolBuilder;
+    /// match ThreadPoolBuilder::new().num_threads(2).build() {
+    ///     Ok(pool) => assert_eq!(pool.num_threads(), 2),
+    ///     Err(error) => eprintln!("cannot build the pool: {error}"),
+    /// }
+    /// ```
     pub fn build(self) -> Result<ThreadPool, BuildError> {
         let num_threads = self.resolved_num_threads();
         if num_threads == 0 {

@@ -1,6 +1,13 @@
 //! Typed errors of the scheduler.
 
 /// Why a pool could not be built.
+///
+/// ```
+/// use parbench_scheduler::{BuildError, ThreadPoolBuilder};
+/// let error = ThreadPoolBuilder::new().num_threads(0).build().unwrap_err();
+/// assert!(matches!(error, BuildError::ZeroThreads));
+/// assert_eq!(error.to_string(), "a thread pool needs at least one thread, 0 were requested");
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
@@ -46,6 +53,13 @@ pub enum BuildError {
 }
 
 /// Why a task could not be spawned.
+///
+/// ```
+/// use parbench_scheduler::{SpawnError, ThreadPoolBuilder};
+/// let pool = ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+/// let error = pool.spawn_on(1, || ()).unwrap_err();
+/// assert_eq!(error.to_string(), "the pool has 1 threads, there is no thread with index 1");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SpawnError {

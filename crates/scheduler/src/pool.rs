@@ -324,7 +324,22 @@ impl ThreadPool {
     }
 
     /// Creates a scope in which tasks borrowing from the caller's frame can be spawned; returns
-    /// when all of them have finished. See [`Scope`].
+    /// when all of them have finished, re-raising the first panic of any of them. See [`Scope`].
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    /// let nodes = AtomicUsize::new(0);
+    /// fn visit<'s>(s: &parbench_scheduler::Scope<'s>, depth: u32, nodes: &'s AtomicUsize) {
+    ///     nodes.fetch_add(1, Ordering::Relaxed);
+    ///     if depth > 0 {
+    ///         s.spawn(move |s| visit(s, depth - 1, nodes));
+    ///         s.spawn(move |s| visit(s, depth - 1, nodes));
+    ///     }
+    /// }
+    /// pool.scope(|s| visit(s, 5, &nodes));
+    /// assert_eq!(nodes.into_inner(), 63);
+    /// ```
     pub fn scope<'scope, OP, R>(&self, op: OP) -> R
     where
         OP: FnOnce(&Scope<'scope>) -> R + Send,

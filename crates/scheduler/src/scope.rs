@@ -64,6 +64,17 @@ impl<'scope> Scope<'scope> {
     }
 
     /// Spawns a task that may borrow anything that outlives the scope.
+    ///
+    /// ```
+    /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    /// let mut halves = [0u64; 2];
+    /// let (lo, hi) = halves.split_at_mut(1);
+    /// pool.scope(|s| {
+    ///     s.spawn(|_| lo[0] = (0..50).sum());
+    ///     s.spawn(|_| hi[0] = (50..100).sum());
+    /// });
+    /// assert_eq!(halves[0] + halves[1], 4950);
+    /// ```
     pub fn spawn<F>(&self, task: F)
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,

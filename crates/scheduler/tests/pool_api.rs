@@ -261,3 +261,13 @@ fn probe_and_tuner_report_plausible_shapes() {
     assert!(parbench_scheduler::tune_timespan(&pool, 50) > Duration::ZERO);
     assert_eq!(parbench_scheduler::tune_timespan(&pool, 0), Duration::ZERO);
 }
+
+#[test]
+fn pool_and_strategy_have_the_promised_traits() {
+    fn send_sync<T: Send + Sync>() {}
+    fn clone_debug_default<T: Clone + std::fmt::Debug + Default>() {}
+    send_sync::<parbench_scheduler::ThreadPool>();
+    send_sync::<parbench_scheduler::Strategy>();
+    clone_debug_default::<parbench_scheduler::Strategy>();
+    clone_debug_default::<parbench_scheduler::TreeConfig>();
+}

@@ -137,6 +137,17 @@ impl Default for TreeConfig {
 }
 
 /// The timespan a tree-distributed thread runs before it creates balancing tasks.
+///
+/// ```
+/// use parbench_scheduler::{Strategy, TreeConfig, TreeTimespan};
+/// use std::time::Duration;
+/// let strategy = Strategy::Tree(TreeConfig {
+///     timespan: TreeTimespan::Fixed(Duration::from_micros(30)),
+///     ..TreeConfig::default()
+/// });
+/// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+/// assert_eq!(pool.parallel_reduce_with(&strategy, 0..100, || 0, |i| i, |a, b| a + b), 4950);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TreeTimespan {
     /// The pool's timespan (calibrated at build time, or fixed by the builder).
@@ -149,6 +160,12 @@ pub enum TreeTimespan {
 }
 
 /// How the tree strategy sizes its balancing tasks.
+///
+/// ```
+/// use parbench_scheduler::{Grain, Strategy, TreeConfig};
+/// let coarse = Strategy::Tree(TreeConfig { grain: Grain::Fixed(1024), ..TreeConfig::default() });
+/// assert_eq!(coarse, Strategy::tree_fixed_grain(1024));
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Grain {
     /// At least as many iterations as the thread ran during its timespan (at least one).

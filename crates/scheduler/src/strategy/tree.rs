@@ -32,6 +32,11 @@ use crate::registry::{WorkerCtx, with_current_ctx};
 use crate::timer;
 
 /// One hand-off of the tree distribution: `from` gives the slot range `slots` to `slots.start`.
+///
+/// ```
+/// use parbench_scheduler::{tree_handoffs, Handoff};
+/// assert_eq!(tree_handoffs(2, 2), vec![Handoff { from: 0, slots: 1..2, level: 1 }]);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Handoff {
     /// The slot that hands the work out.
