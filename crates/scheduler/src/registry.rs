@@ -240,10 +240,13 @@ impl Registry {
         job.into_result().into_value()
     }
 
-    /// Hands `job` to worker `index` and wakes it.
+    /// Hands `job` to worker `index` and wakes it; if it is busy running a task, wakes another
+    /// worker that may steal the job instead.
     pub(crate) fn push_to(&self, index: usize, job: JobRef) {
         self.inboxes[index].push(job);
-        self.sleep.wake(index);
+        if self.sleep.wake(index) {
+            self.wake_one_thief();
+        }
     }
 
     /// Submits `job` from outside any context.
@@ -323,6 +326,30 @@ pub(crate) fn with_current_ctx<R>(f: impl FnOnce(&WorkerCtx<'_>) -> R) -> R {
     );
     // SAFETY: CURRENT points to a live context while its thread is inside an operation.
     f(unsafe { &*current })
+}
+
+/// Restores a worker's busy mark when dropped.
+struct BusyMark<'r> {
+    registry: &'r Registry,
+    index: usize,
+    previous: bool,
+}
+
+impl<'r> BusyMark<'r> {
+    fn set(registry: &'r Registry, index: usize, busy: bool) -> Self {
+        let previous = registry.sleep.set_busy(index, busy);
+        BusyMark {
+            registry,
+            index,
+            previous,
+        }
+    }
+}
+
+impl Drop for BusyMark<'_> {
+    fn drop(&mut self) {
+        self.registry.sleep.set_busy(self.index, self.previous);
+    }
 }
 
 /// Sets `CURRENT` for the duration of a context and restores it (also on unwind).
@@ -426,6 +453,13 @@ impl<'r> WorkerCtx<'r> {
                 return Some(job);
             }
             if let Some(job) = steal_from(|| registry.inboxes[victim].steal()) {
+                // An outside call may have started between the check above and this steal (its
+                // shares are pushed right after it registers): the steal synchronizes with that
+                // push, so this re-check sees the registration. Hand the share back then.
+                if registry.is_standing_aside(self.slot) {
+                    registry.push_to(victim, job);
+                    return None;
+                }
                 return Some(job);
             }
         }
@@ -442,11 +476,33 @@ impl<'r> WorkerCtx<'r> {
         None
     }
 
+    /// Executes `job`, marked busy (see `Sleep::set_busy`) if this context is a worker.
+    fn execute_busy(&self, job: JobRef) {
+        let Slot::Worker(index) = self.slot else {
+            // SAFETY: every job in the queues is executed exactly once, by whoever takes it.
+            unsafe { job.execute() };
+            return;
+        };
+        let registry = self.registry;
+        let was_busy = registry.sleep.set_busy(index, true);
+        if !registry.inboxes[index].is_empty() {
+            registry.wake_one_thief();
+        }
+        // SAFETY: as above.
+        unsafe { job.execute() };
+        registry.sleep.set_busy(index, was_busy);
+    }
+
     /// Executes tasks until `done` holds, spinning and then sleeping when there is nothing to do.
     /// `latch`, if given, is what `done` watches: the thread announces its sleep on it so that
     /// setting it wakes the thread.
     pub(crate) fn wait_until(&self, latch: Option<&Latch>, done: &dyn Fn() -> bool) {
         let registry = self.registry;
+        // A worker waiting inside a task looks at its inbox again: not busy until it returns.
+        let _busy = match self.slot {
+            Slot::Worker(index) => Some(BusyMark::set(registry, index, false)),
+            Slot::Guest(_) => None,
+        };
         let mut idle_since: Option<u64> = None;
         let mut idle_rounds = 0u32;
         loop {
@@ -454,8 +510,7 @@ impl<'r> WorkerCtx<'r> {
                 return;
             }
             if let Some(job) = self.find_work() {
-                // SAFETY: every job in the queues is executed exactly once, by whoever takes it.
-                unsafe { job.execute() };
+                self.execute_busy(job);
                 idle_since = None;
                 idle_rounds = 0;
                 continue;

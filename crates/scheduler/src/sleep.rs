@@ -12,6 +12,10 @@
 //!   have parked. Workers that are not part of the call (worker 0 when an outside thread calls)
 //!   are left asleep: on a fully used machine they would only add a runnable thread.
 //!
+//! A worker that is running a task does not look at its inbox, so a share handed to it would wait
+//! while other workers sleep; in that case the pusher (or, if the worker became busy just after the
+//! push, the worker itself) wakes one other worker to steal it (`Sleep::set_busy`).
+//!
 //! No wake-up is lost: a sleeper first announces itself (`asleep = true`, then the `sleeping`
 //! count, both `SeqCst`) and only then re-checks every queue; a waker first pushes, then issues a
 //! `SeqCst` fence and reads the announcement. Whichever comes second sees the other (the classic
@@ -29,6 +33,8 @@ use crossbeam_utils::CachePadded;
 /// Per-worker sleep state.
 struct WorkerSleep {
     asleep: AtomicBool,
+    /// Running a task (not looking for work): work handed to this worker would wait.
+    busy: AtomicBool,
     thread: OnceLock<Thread>,
 }
 
@@ -45,6 +51,7 @@ impl Sleep {
                 .map(|_| {
                     CachePadded::new(WorkerSleep {
                         asleep: AtomicBool::new(false),
+                        busy: AtomicBool::new(false),
                         thread: OnceLock::new(),
                     })
                 })
@@ -72,11 +79,28 @@ impl Sleep {
         self.sleeping.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// Wakes worker `index` if it sleeps. Call after publishing the work.
-    pub(crate) fn wake(&self, index: usize) {
-        // SeqCst fence: orders the caller's push before reading the announcement.
+    /// Wakes worker `index` if it sleeps. Call after publishing the work. Returns `true` if the
+    /// worker is running a task instead (so the work may wait unless somebody else takes it).
+    pub(crate) fn wake(&self, index: usize) -> bool {
+        // SeqCst fence: orders the caller's push before reading the announcements (the `asleep`
+        // pattern above, and `busy` below).
         fence(Ordering::SeqCst);
-        self.wake_if_asleep(index);
+        !self.wake_if_asleep(index) && self.workers[index].busy.load(Ordering::SeqCst)
+    }
+
+    /// Marks worker `index` as running a task (`true`) or looking for work (`false`); returns the
+    /// previous mark.
+    ///
+    /// A task handed to a busy worker would wait in its inbox while other workers sleep. Both
+    /// sides check the other: the pusher reads `busy` after pushing (and then wakes another
+    /// worker), the worker re-checks its inbox after marking itself busy (and then does so
+    /// itself). With `SeqCst` on both sides one of them sees the other.
+    pub(crate) fn set_busy(&self, index: usize, busy: bool) -> bool {
+        let previous = self.workers[index].busy.swap(busy, Ordering::SeqCst);
+        if busy {
+            fence(Ordering::SeqCst);
+        }
+        previous
     }
 
     /// Wakes one sleeping worker, if any. Call after publishing the work.

@@ -31,7 +31,11 @@ fn all_threads_take_part_in_a_rendezvous() {
             pool.parallel_for_with(&strategy, 0..threads, |_| {
                 seen.lock().unwrap().insert(std::thread::current().id());
                 started.fetch_add(1, Ordering::AcqRel);
-                rendezvous(&started, threads);
+                rendezvous(
+                    &started,
+                    threads,
+                    &format!("{threads} threads, {strategy:?}"),
+                );
             });
             assert_eq!(seen.into_inner().unwrap().len(), threads, "{strategy:?}");
         }
@@ -56,7 +60,7 @@ fn all_workers_take_part_when_called_from_inside_the_pool() {
                             .unwrap()
                             .insert(pool_ref.current_thread_index());
                         started.fetch_add(1, Ordering::AcqRel);
-                        rendezvous(&started, threads);
+                        rendezvous(&started, threads, "from inside the pool");
                     });
                     tx.send(workers.into_inner().unwrap()).unwrap();
                 },
