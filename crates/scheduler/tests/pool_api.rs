@@ -106,9 +106,13 @@ fn thread_names_and_stack_size_are_applied() {
         .build()
         .unwrap();
     let (tx, rx) = mpsc::channel();
+    // Both tasks wait for each other, so they run on two different workers.
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
     for index in 0..2 {
         let tx = tx.clone();
+        let barrier = barrier.clone();
         pool.spawn_on(index, move || {
+            barrier.wait();
             // 4 MiB on the stack only fits in the requested 16 MiB, not in the 2 MiB default.
             let big = [1u8; 4 << 20];
             let sum: u64 = std::hint::black_box(&big).iter().map(|&b| b as u64).sum();
