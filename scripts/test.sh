@@ -19,7 +19,8 @@ step "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "cargo test --workspace (unit, integration and doc tests)"
-cargo test --workspace --locked
+mkdir -p target
+cargo test --workspace --locked 2>&1 | tee target/test-output.txt
 
 step "loom model of the scheduler's completion protocol"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
@@ -32,3 +33,6 @@ step "benchmarks compile"
 cargo bench --workspace --no-run --locked
 
 printf '\n== all checks passed in %ss\n' "$(( $(date +%s) - started ))"
+# One closing line over every `cargo test` result above (unit, integration and doc tests).
+awk '/^test result:/ { passed += $4; failed += $6 } END { printf "%d passed, %d failed\n", passed, failed }' \
+    target/test-output.txt
