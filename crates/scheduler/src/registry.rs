@@ -283,6 +283,11 @@ impl Registry {
         matches!(slot, Slot::Worker(index) if index < self.active_guests.load(Ordering::Relaxed))
     }
 
+    /// How many workers currently stand aside (workers `0..n`; see `is_standing_aside`).
+    pub(crate) fn standing_aside(&self) -> usize {
+        self.active_guests.load(Ordering::Relaxed)
+    }
+
     /// Wakes one sleeping worker that may steal (see `is_standing_aside`).
     pub(crate) fn wake_one_thief(&self) {
         let first = self.active_guests.load(Ordering::Relaxed);

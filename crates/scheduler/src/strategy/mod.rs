@@ -187,32 +187,29 @@ pub(crate) struct LoopCall<'a> {
     body: Body<'a>,
     stop: AtomicBool,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
-    /// Participants: the pool's threads, the caller standing in for one of them.
+    /// How many threads take part (slot 0 is the caller).
     pub(crate) slots: usize,
-    /// The worker that slot 0 stands for (the caller's own index; 0 for an outside caller).
-    root_index: usize,
+    participants: Participants,
     /// Next unclaimed offset (Dynamic, Guided).
     pub(crate) cursor: AtomicUsize,
 }
 
 impl<'a> LoopCall<'a> {
     fn new(ctx: &WorkerCtx<'_>, body: Body<'a>) -> Self {
+        let participants = Participants::of(ctx);
         LoopCall {
             body,
             stop: AtomicBool::new(false),
             panic: Mutex::new(None),
-            slots: ctx.registry.num_threads(),
-            root_index: match ctx.slot {
-                Slot::Worker(index) => index,
-                Slot::Guest(_) => 0,
-            },
+            slots: participants.slots,
+            participants,
             cursor: AtomicUsize::new(0),
         }
     }
 
     /// The worker that stands for `slot` of this call.
     pub(crate) fn worker_of(&self, slot: usize) -> usize {
-        (self.root_index + slot) % self.slots
+        self.participants.worker_of(slot)
     }
 
     /// Whether a panic stopped the call (no new iterations may start).
@@ -253,6 +250,67 @@ impl<'a> LoopCall<'a> {
 
     fn take_panic(&self) -> Option<Box<dyn Any + Send>> {
         self.panic.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+/// The threads of a call and the worker behind each slot.
+///
+/// An outside caller is slot 0 and stands in for worker 0; slots 1.. are workers 1… A worker that
+/// calls is slot 0 and the other slots are the workers that are not standing aside for outside
+/// callers (see `Registry::is_standing_aside`), in ring order after it: their threads are already
+/// represented by those callers, and handing them shares would put more threads to work than
+/// the pool has.
+#[derive(Clone, Copy, Debug)]
+struct Participants {
+    slots: usize,
+    root: usize,
+    /// Workers `first_active..num_threads` are not standing aside.
+    first_active: usize,
+    num_threads: usize,
+    guest_root: bool,
+}
+
+impl Participants {
+    fn of(ctx: &WorkerCtx<'_>) -> Self {
+        let num_threads = ctx.registry.num_threads();
+        match ctx.slot {
+            Slot::Guest(_) => Participants {
+                slots: num_threads,
+                root: 0,
+                first_active: 0,
+                num_threads,
+                guest_root: true,
+            },
+            Slot::Worker(root) => {
+                let first_active = ctx.registry.standing_aside().min(num_threads);
+                let active = num_threads - first_active;
+                let root_is_active = root >= first_active;
+                Participants {
+                    slots: 1 + active - usize::from(root_is_active),
+                    root,
+                    first_active,
+                    num_threads,
+                    guest_root: false,
+                }
+            }
+        }
+    }
+
+    fn worker_of(&self, slot: usize) -> usize {
+        if self.guest_root {
+            return slot % self.num_threads;
+        }
+        if slot == 0 {
+            return self.root;
+        }
+        let active = self.num_threads - self.first_active;
+        let offset = if self.root >= self.first_active {
+            // The ring of active workers starting after the root (which is slot 0).
+            (self.root - self.first_active + slot) % active
+        } else {
+            (slot - 1) % active
+        };
+        self.first_active + offset
     }
 }
 
