@@ -230,6 +230,7 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
         // An unwritable path fails now, not after minutes of measuring.
         output.write(&report)?;
     }
+    check_input_files(&plan)?;
     if !args.quiet {
         eprintln!("{}", describe_plan(&plan));
     }
@@ -249,6 +250,27 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
             Err(other) => CliError::Usage(other.to_string()),
         },
     })
+}
+
+/// Parameters that name an input file.
+const FILE_PARAMETERS: [&str; 2] = ["input", "matrix"];
+
+/// Prepares once every kernel that reads an input file, so that a missing, unreadable or
+/// malformed file is reported as one line before anything is printed or measured.
+fn check_input_files(plan: &SweepPlan) -> Result<(), CliError> {
+    let threads = plan.threads.iter().copied().min().unwrap_or(1);
+    for kernel in &plan.kernels {
+        if kernel
+            .params()
+            .iter()
+            .any(|spec| FILE_PARAMETERS.contains(&spec.name))
+        {
+            kernel
+                .prepare(&plan.params, threads)
+                .map_err(CliError::Kernel)?;
+        }
+    }
+    Ok(())
 }
 
 fn sweep_metadata(plan: &SweepPlan) -> crate::results::Metadata {

@@ -401,3 +401,31 @@ fn lock_and_backend_flags_select_the_kernels_locks() {
     args.extend(["--backend", "lse"]);
     assert_bad_input(&cli(&args), &["lse"]);
 }
+
+/// Without `--quiet` too, a missing or malformed input file is one line (no plan printed first).
+#[test]
+fn input_file_errors_come_before_the_plan() {
+    let missing = cli(&[
+        "sweep",
+        "--kernels",
+        "qap",
+        "--input",
+        "/no/such/instance.dat",
+        "--threads",
+        "1",
+    ]);
+    assert_bad_input(&missing, &["/no/such/instance.dat"]);
+    let malformed = scratch("malformed-qap.dat");
+    fs::write(&malformed, "3\n1 2\n").expect("scratch file");
+    let path = malformed.to_string_lossy().into_owned();
+    let output = cli(&[
+        "sweep",
+        "--kernels",
+        "qap",
+        "--input",
+        &path,
+        "--threads",
+        "1",
+    ]);
+    assert_bad_input(&output, &[&format!("{path}:2")]);
+}
