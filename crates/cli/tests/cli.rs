@@ -277,34 +277,39 @@ fn malformed_input_file_is_a_one_line_error() {
 
 #[test]
 fn results_measured_before_an_error_are_still_written() {
-    let Some((kernel, param)) = kernel_with_input_file() else {
-        eprintln!("SKIPPED: no kernel in the registry reads an input file yet");
-        return;
-    };
     let results = scratch("partial.json");
-    let missing = scratch("missing-instance.txt");
-    // Repeating --kernels adds to the list: reduce is measured, then `kernel` fails to prepare.
-    let output = tiny(&[
+    // spmv-balanced (which takes no `n`) is measured, then nqueens rejects `--n 0` when it is
+    // prepared: an error after measuring (input files are checked before anything runs).
+    let output = cli(&[
+        "sweep",
         "--kernels",
-        kernel,
-        "--param",
-        &format!("{param}={}", missing.display()),
+        "spmv-balanced,nqueens",
+        "--schedulers",
+        "seq",
+        "--threads",
+        "1",
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "--quiet",
+        "--width",
+        "2^10",
+        "--n",
+        "0",
         "-o",
         results.to_str().unwrap(),
     ]);
-    assert_bad_input(&output, &["missing-instance.txt"]);
+    assert_bad_input(&output, &["nqueens", "`n`"]);
     let report: Report = serde_json::from_slice(&fs::read(&results).unwrap()).unwrap();
     assert_eq!(
         report.cells.len(),
-        4,
-        "the reduce cells measured before the error"
+        1,
+        "the spmv cell measured before the error"
     );
-    assert!(report
-        .cells
-        .iter()
-        .all(|c| c.label("kernel") == Some("reduce")));
+    assert_eq!(report.cells[0].label("kernel"), Some("spmv-balanced"));
     assert!(
-        stdout(&output).contains("reduce"),
+        stdout(&output).contains("spmv-balanced"),
         "stdout still gets the partial table"
     );
 }
