@@ -14,8 +14,22 @@
 //! made by a task that itself still holds a count of the same node, so the node cannot reach zero
 //! concurrently, and read-modify-writes of one atomic are totally ordered anyway.
 //!
+//! # Lifetimes: nothing is touched after the release that may free it
+//!
+//! A node, a latch and everything the waiter owns (its stack frame, the call's state) may be freed
+//! by another thread *the instant* a count is released or a latch is set — the thread that
+//! releases the last count frees a heap node, and a waiter that sees its latch set returns and
+//! reuses its frame. So every operation reads what it needs *before* its releasing step and
+//! touches nothing of the object afterwards: [`CountNode::complete`] reads the node's parent link
+//! before its decrement (a decrement that is not the last leaves the node to others), and
+//! [`Latch::set`] clones the waiter's handle before the store that sets the latch. rayon-core's
+//! `latch.rs` documents the same hazard.
+//!
 //! The protocol is model-checked with loom: `RUSTFLAGS="--cfg loom" cargo test -p
-//! parbench-scheduler --release --lib loom_`.
+//! parbench-scheduler --release --lib loom_`. Under loom, dropping a node or a latch counts as a
+//! write of all its fields ([`Freed`]), so an access not ordered before the free is reported as a
+//! causality violation — the model fails on a `complete` that reads the node after its decrement
+//! (`loom_reading_a_node_after_its_release_is_caught` keeps that version as a negative control).
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -25,6 +39,50 @@ use loom::thread::{self, Thread};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 use std::thread::{self, Thread};
+
+/// A value that other threads read while its owner may free it.
+///
+/// Without loom it is the value itself. Under loom it is a loom `UnsafeCell` whose drop is a
+/// write, so the model reports any read that is not ordered before the free (a use-after-free or
+/// use-after-return) as a causality violation.
+#[cfg(not(loom))]
+pub(crate) struct Freed<T>(T);
+
+#[cfg(not(loom))]
+impl<T> Freed<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Freed(value)
+    }
+
+    /// Reads the value; the caller must know that its owner has not freed it yet.
+    #[inline]
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+        f(&self.0)
+    }
+}
+
+#[cfg(loom)]
+pub(crate) struct Freed<T>(loom::cell::UnsafeCell<T>);
+
+#[cfg(loom)]
+impl<T> Freed<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Freed(loom::cell::UnsafeCell::new(value))
+    }
+
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+        // SAFETY: only shared reads happen before the drop below, and loom checks that each of
+        // them is ordered before it.
+        self.0.with(|value| f(unsafe { &*value }))
+    }
+}
+
+#[cfg(loom)]
+impl<T> Drop for Freed<T> {
+    fn drop(&mut self) {
+        self.0.with_mut(|_| ());
+    }
+}
 
 /// The latch is not set and its waiter is awake.
 const UNSET: u8 = 0;
@@ -40,7 +98,16 @@ const SET: u8 = 2;
 /// the flag set, so the latch is alive until the setter's final store.
 pub(crate) struct Latch {
     state: AtomicU8,
-    waiter: Thread,
+    waiter: Freed<Thread>,
+}
+
+#[cfg(loom)]
+impl Drop for Latch {
+    /// The waiter frees the latch as soon as it saw it set: a setter's access to `state` that is
+    /// not ordered before this point is a use-after-free.
+    fn drop(&mut self) {
+        self.state.with_mut(|_| ());
+    }
 }
 
 impl Latch {
@@ -48,7 +115,7 @@ impl Latch {
     pub(crate) fn new() -> Self {
         Latch {
             state: AtomicU8::new(UNSET),
-            waiter: thread::current(),
+            waiter: Freed::new(thread::current()),
         }
     }
 
@@ -78,10 +145,11 @@ impl Latch {
     /// Sets the latch and, if its waiter sleeps, wakes it.
     ///
     /// Takes a raw pointer because the waiter may return, and free the latch, the moment it sees
-    /// the flag; nothing of `*this` is touched after the store that sets it.
+    /// the flag; nothing of `*this` is touched after the exchange or store that sets it.
     pub(crate) fn set(this: *const Latch) {
-        // SAFETY: the latch is alive until its waiter has seen it set, which happens no earlier
-        // than the successful exchange or the store below.
+        // SAFETY: the latch's owner (its waiter) frees it only after it has seen the latch set,
+        // which happens no earlier than the successful exchange or the store below; until then
+        // it is alive, and after them this function does not touch it.
         let latch = unsafe { &*this };
         // Release: publishes the work of the tasks that completed into this latch.
         if latch
@@ -91,12 +159,13 @@ impl Latch {
         {
             return;
         }
-        // The waiter announced sleep and waits for SET before leaving, so the latch is alive
-        // until the store; the handle is cloned first because it is not after.
-        let waiter = latch.waiter.clone();
+        // The waiter announced sleep and leaves only after it saw SET, so the latch is alive until
+        // the store; the handle is cloned before it because the latch may be gone after it.
+        let waiter = latch.waiter.read(Thread::clone);
+        // Release: as above.
         latch.state.store(SET, Ordering::Release);
         // Unparking a thread that is not parked only leaves it a token, so a waiter that
-        // announced sleep and then parks cannot miss this wake-up.
+        // announced sleep and then parks cannot miss this wake-up. `waiter` is our own handle.
         waiter.unpark();
     }
 }
@@ -108,12 +177,27 @@ enum Parent {
     Latch(*const Latch),
 }
 
-/// One node of the completion tree: a count of outstanding pieces of work.
-pub(crate) struct CountNode {
-    pending: AtomicUsize,
+/// Where a node reports, and who frees it: fixed when the node is created.
+#[derive(Clone, Copy)]
+struct Links {
     parent: Parent,
     /// Heap nodes free themselves when they complete; the root lives in the caller's frame.
     on_heap: bool,
+}
+
+/// One node of the completion tree: a count of outstanding pieces of work.
+pub(crate) struct CountNode {
+    pending: AtomicUsize,
+    links: Freed<Links>,
+}
+
+#[cfg(loom)]
+impl Drop for CountNode {
+    /// The node is freed (heap) or its frame is left (root): an access to its count that is not
+    /// ordered before this point is a use-after-free.
+    fn drop(&mut self) {
+        self.pending.with_mut(|_| ());
+    }
 }
 
 // SAFETY: the raw parent pointers are only dereferenced under the completion protocol, which
@@ -127,8 +211,10 @@ impl CountNode {
     pub(crate) fn root(latch: &Latch) -> Self {
         CountNode {
             pending: AtomicUsize::new(1),
-            parent: Parent::Latch(latch),
-            on_heap: false,
+            links: Freed::new(Links {
+                parent: Parent::Latch(latch),
+                on_heap: false,
+            }),
         }
     }
 
@@ -137,8 +223,10 @@ impl CountNode {
     pub(crate) fn child(parent: *const CountNode) -> *const CountNode {
         Box::into_raw(Box::new(CountNode {
             pending: AtomicUsize::new(1),
-            parent: Parent::Node(parent),
-            on_heap: true,
+            links: Freed::new(Links {
+                parent: Parent::Node(parent),
+                on_heap: true,
+            }),
         }))
     }
 
@@ -155,26 +243,26 @@ impl CountNode {
     pub(crate) unsafe fn complete(this: *const CountNode) {
         let mut node = this;
         loop {
-            // SAFETY: we hold a count, so the node is alive.
-            let (previous, parent, on_heap) = unsafe {
-                let n = &*node;
-                // AcqRel: see the module documentation.
-                (
-                    n.pending.fetch_sub(1, Ordering::AcqRel),
-                    n.parent,
-                    n.on_heap,
-                )
-            };
-            if previous != 1 {
+            // SAFETY: we hold a count of `node`, so nobody frees it before our decrement: a heap
+            // node is freed by whoever takes its count to zero, the root's frame is left only
+            // after the latch its last count sets. The links are read *before* the decrement —
+            // once it is done, and it was not the last, another thread may free the node at once.
+            let n = unsafe { &*node };
+            let links = n.links.read(|links| *links);
+            // AcqRel: see the module documentation.
+            if n.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
                 return;
             }
-            if on_heap {
-                // SAFETY: the count reached zero, nobody else holds or will take a count; the
-                // node came from `Box::into_raw` in `child`.
+            // The count reached zero: nobody else holds or will take a count of this node, so it
+            // is ours alone until we release its parent below.
+            if links.on_heap {
+                // SAFETY: the node came from `Box::into_raw` in `child` and is freed once, here,
+                // by the one thread whose decrement reached zero.
                 drop(unsafe { Box::from_raw(node as *mut CountNode) });
             }
-            match parent {
-                Parent::Node(p) => node = p,
+            match links.parent {
+                // The node held one count of its parent, which we now release.
+                Parent::Node(parent) => node = parent,
                 Parent::Latch(latch) => {
                     Latch::set(latch);
                     return;
@@ -196,62 +284,146 @@ mod loom_tests {
     // SAFETY: test-only; loom checks every access for races.
     unsafe impl Sync for Results {}
 
-    struct SendPtr(*const CountNode);
-    // SAFETY: test-only wrapper; the protocol keeps the node alive while the count is held.
-    unsafe impl Send for SendPtr {}
+    struct SendPtr<T>(*const T);
+    // SAFETY: test-only wrapper; the protocol keeps the pointee alive while a count is held.
+    unsafe impl<T> Send for SendPtr<T> {}
+
+    /// The order of `complete` before the fix: it decrements first and reads the node's links
+    /// afterwards, when another thread may already have freed the node. Kept as the negative
+    /// control that shows the model catches a use-after-free.
+    unsafe fn complete_reading_after_release(this: *const CountNode) {
+        let mut node = this;
+        loop {
+            // SAFETY: deliberately wrong (see above); loom reports the bad access.
+            let n = unsafe { &*node };
+            let previous = n.pending.fetch_sub(1, Ordering::AcqRel);
+            let links = n.links.read(|links| *links);
+            if previous != 1 {
+                return;
+            }
+            if links.on_heap {
+                // SAFETY: as in `CountNode::complete`.
+                drop(unsafe { Box::from_raw(node as *mut CountNode) });
+            }
+            match links.parent {
+                Parent::Node(parent) => node = parent,
+                Parent::Latch(latch) => {
+                    Latch::set(latch);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Waits like a pool thread: check the latch, announce sleep, check again, park. As in the
+    /// pool's sleep (`Sleep::sleep`, the guest wait), the re-check lets the waiter leave without
+    /// ever being unparked, so a setter must not rely on the unpark to keep the latch alive.
+    fn wait(latch: &Latch) {
+        while !latch.probe() {
+            if latch.prepare_sleep() {
+                if !latch.probe() {
+                    thread::park();
+                }
+                latch.cancel_sleep();
+            }
+        }
+    }
 
     /// A child node under the root whose own piece and one extra piece (its balancing task)
-    /// complete on two other threads while the caller completes its own piece: the latch is set
-    /// only after every piece, the child node is freed exactly once (no double complete), and the
-    /// work of all pieces is visible to the waiter.
-    #[test]
-    fn loom_completion_tree_sets_latch_after_all_work() {
+    /// complete on two other threads while the caller completes its own piece. The caller leaves
+    /// its frame — dropping the root and the latch — the moment it sees the latch set, and the
+    /// last completer of the child frees the child, as in the pool.
+    fn completion_tree(complete: unsafe fn(*const CountNode)) {
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound = Some(3);
-        builder.check(|| {
-            let latch = Latch::new();
+        builder.check(move || {
             let work = Arc::new(Results([
                 UnsafeCell::new(0),
                 UnsafeCell::new(0),
                 UnsafeCell::new(0),
             ]));
-            let root = CountNode::root(&latch);
-            root.add(1);
-            let child = CountNode::child(&root);
-            // SAFETY: the child's initial count is held until handed to the first thread.
-            unsafe { (*child).add(1) };
             let mut handles = Vec::new();
-            for piece in 0..2 {
-                let node = SendPtr(child);
-                let work = work.clone();
-                handles.push(thread::spawn(move || {
-                    let node = node;
-                    // SAFETY: each piece writes only its own slot.
-                    work.0[piece].with_mut(|slot| unsafe { *slot = piece + 1 });
-                    // SAFETY: each thread holds one of the child's two counts.
-                    unsafe { CountNode::complete(node.0) };
-                }));
-            }
-            // SAFETY: the caller's piece writes only its own slot.
-            work.0[2].with_mut(|slot| unsafe { *slot = 3 });
-            // SAFETY: the caller holds the root's initial count.
-            unsafe { CountNode::complete(&root) };
-            while !latch.probe() {
-                if latch.prepare_sleep() {
-                    thread::park();
-                    latch.cancel_sleep();
+            {
+                let latch = Latch::new();
+                let root = CountNode::root(&latch);
+                root.add(1);
+                let child = CountNode::child(&root);
+                // SAFETY: the child's initial count is held until handed to the first thread.
+                unsafe { (*child).add(1) };
+                for piece in 0..2 {
+                    let node = SendPtr(child);
+                    let work = work.clone();
+                    handles.push(thread::spawn(move || {
+                        let node = node;
+                        // SAFETY: each piece writes only its own slot.
+                        work.0[piece].with_mut(|slot| unsafe { *slot = piece + 1 });
+                        // SAFETY: each thread holds one of the child's two counts.
+                        unsafe { complete(node.0) };
+                    }));
                 }
+                // SAFETY: the caller's piece writes only its own slot.
+                work.0[2].with_mut(|slot| unsafe { *slot = 3 });
+                // SAFETY: the caller holds the root's initial count.
+                unsafe { complete(&root) };
+                wait(&latch);
+                // SAFETY: after the latch, all writers are done (loom checks exactly this).
+                let total: usize = work
+                    .0
+                    .iter()
+                    .map(|cell| cell.with(|slot| unsafe { *slot }))
+                    .sum();
+                assert_eq!(total, 6);
+                // `root` and `latch` are dropped here, before the other threads are joined.
             }
-            // SAFETY: after the latch, all writers are done (loom checks exactly this).
-            let total: usize = work
-                .0
-                .iter()
-                .map(|cell| cell.with(|slot| unsafe { *slot }))
-                .sum();
-            assert_eq!(total, 6);
             for handle in handles {
                 handle.join().unwrap();
             }
+        });
+    }
+
+    /// The latch is set only after every piece, each node is freed exactly once, the work of all
+    /// pieces is visible to the waiter, and no thread touches a node or the latch after its owner
+    /// may have freed it.
+    #[test]
+    fn loom_completion_tree_sets_latch_after_all_work() {
+        completion_tree(CountNode::complete);
+    }
+
+    /// Negative control: the model fails on the old `complete`, which read the node's links after
+    /// its decrement.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn loom_reading_a_node_after_its_release_is_caught() {
+        completion_tree(complete_reading_after_release);
+    }
+
+    /// A waiter that returns (and frees its latch) the moment it sees the latch set, against a
+    /// setter on another thread, with the waiter possibly asleep.
+    ///
+    /// There is no negative control for the latch: loom's clocks do not advance between a store
+    /// and plain accesses that follow it without a scheduling point, so a setter touching the
+    /// latch right after its store looks ordered to loom. ThreadSanitizer (`scripts/test.sh`)
+    /// covers that case on real memory.
+    #[test]
+    fn loom_latch_wakes_a_waiter_that_returns_at_once() {
+        loom::model(|| {
+            let data = Arc::new(UnsafeCell::new(0usize));
+            let handle;
+            {
+                let latch = Latch::new();
+                let target = SendPtr(&latch as *const Latch);
+                let written = data.clone();
+                handle = thread::spawn(move || {
+                    let target = target;
+                    // SAFETY: only this thread writes before the latch is set.
+                    written.with_mut(|value| unsafe { *value = 7 });
+                    Latch::set(target.0);
+                });
+                wait(&latch);
+                // SAFETY: ordered after the write by the latch.
+                assert_eq!(data.with(|value| unsafe { *value }), 7);
+            }
+            handle.join().unwrap();
         });
     }
 }
