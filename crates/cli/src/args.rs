@@ -196,6 +196,7 @@ pub struct ThreadCounts(pub Vec<usize>);
 /// ```
 pub fn parse_thread_counts(text: &str) -> Result<ThreadCounts, String> {
     let mut counts = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for item in text.split(',').map(str::trim) {
         let (first, last) = match item.split_once('-') {
             Some((first, last)) => (parse_positive(first)?, parse_positive(last)?),
@@ -207,14 +208,22 @@ pub fn parse_thread_counts(text: &str) -> Result<ThreadCounts, String> {
         if first > last {
             return Err(format!("range '{item}' is empty (write it low-high)"));
         }
+        if last - first >= MAX_THREAD_COUNTS {
+            return Err(format!(
+                "range '{item}' has more than {MAX_THREAD_COUNTS} thread counts; list the ones to measure"
+            ));
+        }
         for count in first..=last {
-            if !counts.contains(&count) {
+            if seen.insert(count) {
                 counts.push(count);
             }
         }
     }
     Ok(ThreadCounts(counts))
 }
+
+/// The most thread counts one range may expand to (a sweep measures every one of them).
+pub const MAX_THREAD_COUNTS: usize = 4096;
 
 /// Parses an integer of at least 1.
 ///

@@ -223,6 +223,7 @@ impl SweepObserver for SweepDisplay<'_> {
 
 fn sweep(args: &SweepArgs) -> Result<(), CliError> {
     let plan = plan_from_args(args)?;
+    check_thread_counts(&plan)?;
     let (output, stdout_format) = OutputFile::from_args(args.output.as_deref(), args.format)?;
     let mut report = Report::new("sweep", &LABELS);
     report.metadata = sweep_metadata(&plan);
@@ -250,6 +251,21 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
             Err(other) => CliError::Usage(other.to_string()),
         },
     })
+}
+
+/// Refuses, before anything runs, a thread count this process cannot start: past the OS's limits
+/// thread creation can abort the whole process instead of failing.
+fn check_thread_counts(plan: &SweepPlan) -> Result<(), CliError> {
+    let most = plan.threads.iter().copied().max().unwrap_or(1);
+    if plan
+        .schedulers
+        .iter()
+        .any(|&kind| kind != ExecutorKind::Seq)
+    {
+        parbench_kernels::check_thread_count(most)
+            .map_err(|error| CliError::Usage(format!("--threads {most}: {error}")))?;
+    }
+    Ok(())
 }
 
 /// Parameters that name an input file.

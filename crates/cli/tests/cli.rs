@@ -224,6 +224,24 @@ fn zero_or_unparsable_threads_are_one_line_errors() {
 }
 
 #[test]
+fn thread_counts_the_process_cannot_start_are_refused_up_front() {
+    if !cfg!(target_os = "linux") {
+        eprintln!("SKIPPED: thread limits are only read on Linux");
+        return;
+    }
+    // No Linux system can start ten million threads (pid_max is at most 2^22); at the default
+    // vm.max_map_count even 100 000 would abort the process in the standard library.
+    let output = cli(&["sweep", "--threads", "10000000", "--kernels", "reduce"]);
+    assert_bad_input(&output, &["--threads 10000000", "can start about"]);
+    assert!(stdout(&output).is_empty(), "nothing may be measured");
+    // A range is not expanded into millions of counts first.
+    assert_bad_input(
+        &cli(&["sweep", "--threads", "1-100000"]),
+        &["more than 4096 thread counts"],
+    );
+}
+
+#[test]
 fn zero_runs_is_a_one_line_error() {
     assert_bad_input(&cli(&["sweep", "--runs", "0"]), &["--runs"]);
 }

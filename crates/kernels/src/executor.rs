@@ -201,11 +201,14 @@ impl ExecutorKind {
     /// ```
     ///
     /// # Errors
-    /// [`ExecutorError::ZeroThreads`] for 0 threads, [`ExecutorError::Build`] if the pool cannot
-    /// be built.
+    /// [`ExecutorError::ZeroThreads`] for 0 threads, [`ExecutorError::TooManyThreads`] for more
+    /// threads than the process can start, [`ExecutorError::Build`] if the pool cannot be built.
     pub fn build(self, threads: usize, pin: PinPolicy) -> Result<Box<dyn Executor>, ExecutorError> {
         if threads == 0 {
             return Err(ExecutorError::ZeroThreads);
+        }
+        if self != ExecutorKind::Seq {
+            check_thread_count(threads)?;
         }
         match self {
             ExecutorKind::Seq => Ok(Box::new(SeqExecutor::new())),
@@ -294,4 +297,43 @@ pub enum ExecutorError {
     /// The OS refused to start a thread for a task.
     #[error("the OS refused to start a thread: {0}")]
     Spawn(#[source] io::Error),
+    /// More threads were asked for than this process can start (see [`check_thread_count`]).
+    #[error(
+        "cannot run {requested} threads: this process can start about {available} more ({limit})"
+    )]
+    TooManyThreads {
+        /// The requested thread count.
+        requested: usize,
+        /// How many more threads the process can start.
+        available: usize,
+        /// The limit that binds, in words.
+        limit: String,
+    },
+}
+
+/// Checks that this process can start `threads` more threads, so that no executor is asked for
+/// a count the OS cannot serve (the standard library aborts the process when a thread it created
+/// cannot set up its signal stack; see `parbench_scheduler::thread_capacity`). Where the limits
+/// cannot be read, nothing is refused.
+///
+/// # Errors
+/// [`ExecutorError::TooManyThreads`] naming the limit that binds.
+///
+/// ```
+/// use parbench_kernels::{check_thread_count, ExecutorError};
+/// assert!(check_thread_count(2).is_ok());
+/// if cfg!(target_os = "linux") {
+///     // No Linux system hands out ten million threads (pid_max is at most 2^22).
+///     assert!(matches!(check_thread_count(10_000_000), Err(ExecutorError::TooManyThreads { .. })));
+/// }
+/// ```
+pub fn check_thread_count(threads: usize) -> Result<(), ExecutorError> {
+    match parbench_scheduler::thread_capacity(None) {
+        Some(capacity) if threads > capacity.available() => Err(ExecutorError::TooManyThreads {
+            requested: threads,
+            available: capacity.available(),
+            limit: capacity.limit().to_string(),
+        }),
+        _ => Ok(()),
+    }
 }

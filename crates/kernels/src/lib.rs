@@ -36,8 +36,8 @@ pub mod latency;
 mod registry;
 
 pub use executor::{
-    parallel_for, parallel_sum, Executor, ExecutorError, ExecutorKind, PinPolicy, RayonExecutor,
-    SchedulerExecutor, SeqExecutor, SpawnExecutor,
+    check_thread_count, parallel_for, parallel_sum, Executor, ExecutorError, ExecutorKind,
+    PinPolicy, RayonExecutor, SchedulerExecutor, SeqExecutor, SpawnExecutor,
 };
 pub use kernel::{Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport};
 pub use kernels::smt::{declared_class, InstrClass};

@@ -229,6 +229,11 @@ impl ThreadPoolBuilder {
 
     /// Builds the pool: starts (and pins) every worker, then calibrates the timespan if asked to.
     ///
+    /// A request for more threads than the process can start is refused with
+    /// [`BuildError::TooManyThreads`] before any thread is created (see
+    /// [`thread_capacity`](crate::thread_capacity)): the standard library aborts the whole process
+    /// when a thread it created cannot set up its signal stack.
+    ///
     /// ```
     /// use parbench_scheduler::ThreadPoolBuilder;
     /// match ThreadPoolBuilder::new().num_threads(2).build() {
@@ -240,6 +245,15 @@ impl ThreadPoolBuilder {
         let num_threads = self.resolved_num_threads();
         if num_threads == 0 {
             return Err(BuildError::ZeroThreads);
+        }
+        if let Some(capacity) = crate::capacity::thread_capacity(self.stack_size) {
+            if num_threads > capacity.available() {
+                return Err(BuildError::TooManyThreads {
+                    requested: num_threads,
+                    available: capacity.available(),
+                    limit: capacity.limit().clone(),
+                });
+            }
         }
         let cpus = resolve_pinning(&self.pinning, num_threads)?;
         let (registry, deques) = Registry::new(num_threads, self.spin_before_park);

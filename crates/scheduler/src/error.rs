@@ -47,6 +47,19 @@ pub enum BuildError {
         #[source]
         source: std::io::Error,
     },
+    /// More threads were requested than this process can start (see
+    /// [`thread_capacity`](crate::thread_capacity)); starting them could abort the process.
+    #[error(
+        "cannot start {requested} worker threads: this process can start about {available} more ({limit})"
+    )]
+    TooManyThreads {
+        /// The requested number of workers.
+        requested: usize,
+        /// How many more threads the process can start.
+        available: usize,
+        /// The limit that binds.
+        limit: crate::ThreadLimit,
+    },
     /// `build_global` was called after the global pool already existed.
     #[error("the global thread pool has already been initialized")]
     GlobalPoolAlreadyInitialized,

@@ -52,6 +52,7 @@
 #![warn(missing_docs)]
 
 mod builder;
+mod capacity;
 mod error;
 mod global;
 mod job;
@@ -73,6 +74,7 @@ pub use builder::{
     CALIBRATION_BUDGET, CALIBRATION_RANGE, CALIBRATION_ROUNDS, DEFAULT_SPIN_BEFORE_PARK,
     NUM_THREADS_ENV, Pinning, ThreadPoolBuilder, Timespan,
 };
+pub use capacity::{ThreadCapacity, ThreadLimit, thread_capacity};
 pub use error::{BuildError, SpawnError};
 pub use global::global_pool;
 pub use pool::ThreadPool;

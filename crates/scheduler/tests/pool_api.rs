@@ -20,6 +20,26 @@ fn zero_threads_is_a_typed_error() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
+fn more_threads_than_the_process_can_start_is_a_typed_error_not_an_abort() {
+    let capacity = parbench_scheduler::thread_capacity(None).expect("limits readable on Linux");
+    // pid_max is at most 2^22 on Linux, so this is refused wherever the tests run.
+    let requested = 10_000_000;
+    match ThreadPoolBuilder::new().num_threads(requested).build() {
+        Err(BuildError::TooManyThreads {
+            requested: r,
+            available,
+            limit,
+        }) => {
+            assert_eq!(r, requested);
+            assert!(available < requested && available >= capacity.available() / 2);
+            assert!(!limit.to_string().is_empty());
+        }
+        other => panic!("expected TooManyThreads, got {other:?}"),
+    }
+}
+
+#[test]
 fn pinning_to_a_missing_cpu_is_a_typed_error() {
     match ThreadPoolBuilder::new()
         .num_threads(1)

@@ -31,11 +31,14 @@ impl RayonExecutor {
     ///
     /// # Errors
     /// [`ExecutorError::ZeroThreads`] for 0 threads (rayon would pick a count itself),
+    /// [`ExecutorError::TooManyThreads`] past the process's thread limits,
     /// [`ExecutorError::Build`] if rayon cannot start its workers.
     pub fn new(threads: usize, pin: PinPolicy) -> Result<Self, ExecutorError> {
         if threads == 0 {
             return Err(ExecutorError::ZeroThreads);
         }
+        // rayon would abort the process, not return an error, past the OS's thread limits.
+        super::check_thread_count(threads)?;
         let mut builder = rayon::ThreadPoolBuilder::new().num_threads(threads);
         if pin == PinPolicy::Compact {
             let cores = core_affinity::get_core_ids().unwrap_or_default();

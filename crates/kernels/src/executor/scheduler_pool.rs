@@ -75,6 +75,15 @@ impl SchedulerExecutor {
             .map_err(|error| match error {
                 BuildError::ZeroThreads => ExecutorError::ZeroThreads,
                 BuildError::Spawn { source, .. } => ExecutorError::Spawn(source),
+                BuildError::TooManyThreads {
+                    requested,
+                    available,
+                    limit,
+                } => ExecutorError::TooManyThreads {
+                    requested,
+                    available,
+                    limit: limit.to_string(),
+                },
                 other => ExecutorError::Build {
                     kind,
                     reason: other.to_string(),
