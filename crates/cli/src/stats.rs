@@ -132,6 +132,56 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
     sorted[below] + (sorted[above] - sorted[below]) * (rank - below as f64)
 }
 
+/// Two-sided 95 % quantiles of Student's t distribution, `t(0.975, df)`, for df = 1..=30.
+const T95_SMALL: [f64; 30] = [
+    12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281, 2.2010,
+    2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860, 2.0796, 2.0739, 2.0687,
+    2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
+];
+
+/// `(df, t(0.975, df))` beyond the dense table; between rows the quantile is interpolated linearly
+/// in `1/df`, which is how printed tables are meant to be read (error < 0.001 here).
+const T95_LARGE: [(f64, f64); 6] = [
+    (30.0, 2.0423),
+    (40.0, 2.0211),
+    (60.0, 2.0003),
+    (120.0, 1.9799),
+    (240.0, 1.9699),
+    (f64::INFINITY, Z_95),
+];
+
+/// The two-sided 95 % quantile of Student's t distribution with `df` degrees of freedom: a 95 %
+/// confidence interval of a mean of `n` samples is `mean ± student_t95(n − 1) · SE`.
+///
+/// The one Student-t table of the workspace; every command that needs a t interval calls this.
+/// `df = 0` (a single sample) has no finite interval and gives infinity. For large `df` the value
+/// tends to the normal quantile 1.96.
+///
+/// ```
+/// use parbench_cli::stats::student_t95;
+/// assert_eq!(student_t95(1), 12.7062);
+/// assert_eq!(student_t95(9), 2.2622);
+/// assert!((student_t95(1_000_000) - 1.96).abs() < 1e-3);
+/// assert!(student_t95(0).is_infinite());
+/// ```
+pub fn student_t95(df: usize) -> f64 {
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => T95_SMALL[df - 1],
+        _ => {
+            let inv = 1.0 / df as f64;
+            let upper = T95_LARGE
+                .iter()
+                .position(|&(d, _)| d >= df as f64)
+                .unwrap_or(T95_LARGE.len() - 1);
+            let (d0, t0) = T95_LARGE[upper - 1];
+            let (d1, t1) = T95_LARGE[upper];
+            let (x0, x1) = (1.0 / d0, 1.0 / d1);
+            t0 + (t1 - t0) * (inv - x0) / (x1 - x0)
+        }
+    }
+}
+
 /// How a cell compares with its baseline (for a sweep: the sequential run of the same kernel).
 ///
 /// ```
@@ -165,6 +215,27 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-12 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn student_t95_matches_printed_tables() {
+        // t(0.975, df) from any statistics table.
+        assert_eq!(student_t95(1), 12.7062);
+        assert_eq!(student_t95(2), 4.3027);
+        assert_eq!(student_t95(10), 2.2281);
+        assert_eq!(student_t95(30), 2.0423);
+        assert!(close(student_t95(40), 2.0211));
+        assert!(close(student_t95(60), 2.0003));
+        assert!(close(student_t95(120), 1.9799));
+        // Interpolated rows against exact quantiles: t(0.975, 50) = 2.0086, t(0.975, 100) = 1.9840.
+        assert!((student_t95(50) - 2.0086).abs() < 1e-3);
+        assert!((student_t95(100) - 1.9840).abs() < 1e-3);
+        assert!((student_t95(usize::MAX) - 1.96).abs() < 1e-6);
+        assert!(student_t95(0).is_infinite());
+        // Monotone: more degrees of freedom, a narrower interval.
+        for df in 1..500 {
+            assert!(student_t95(df + 1) <= student_t95(df), "df {df}");
+        }
     }
 
     #[test]
