@@ -157,6 +157,8 @@ pub(crate) struct OutputFile {
 impl OutputFile {
     /// The file `--output` names (its format from `--format` or its extension) and the format of
     /// stdout: with a file, the terminal gets the table; without one, `--format` decides.
+    /// An explicit `--format` that contradicts a known extension (`--format csv -o r.json`) is a
+    /// usage error rather than a file whose name lies about its content.
     pub(crate) fn from_args(
         path: Option<&Path>,
         format: Option<ExportFormat>,
@@ -164,7 +166,19 @@ impl OutputFile {
         let Some(path) = path else {
             return Ok((None, format.unwrap_or(ExportFormat::Table)));
         };
-        let Some(file_format) = format.or_else(|| ExportFormat::from_extension(path)) else {
+        let implied = ExportFormat::from_extension(path);
+        if let (Some(given), Some(implied)) = (format, implied) {
+            if given != implied {
+                return Err(CliError::Usage(format!(
+                    "--format {} contradicts the extension of {} (which means {}); \
+                     rename the file or drop --format",
+                    given.name(),
+                    path.display(),
+                    implied.name()
+                )));
+            }
+        }
+        let Some(file_format) = format.or(implied) else {
             return Err(CliError::Usage(format!(
                 "cannot tell the format of {} from its extension (.csv, .json, .md); give --format",
                 path.display()

@@ -169,6 +169,18 @@ fn output_file_without_known_extension_needs_a_format() {
 }
 
 #[test]
+fn a_format_contradicting_the_output_extension_is_refused_before_measuring() {
+    let path = scratch("contradiction.json");
+    let output = tiny(&["--format", "csv", "--output", path.to_str().unwrap()]);
+    assert_bad_input(&output, &["--format csv", "contradiction.json", "json"]);
+    assert!(!path.exists(), "nothing is written");
+    // Agreeing spellings are fine: .md is markdown.
+    let path = scratch("agree.md");
+    let output = tiny(&["--format", "markdown", "--output", path.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
 fn plot_draws_an_svg_from_sweep_results() {
     let results = scratch("for-plot.json");
     let figure = scratch("figure.svg");

@@ -63,6 +63,21 @@ impl ExportFormat {
         }
     }
 
+    /// The name `--format` takes for this format.
+    ///
+    /// ```
+    /// use parbench_cli::export::ExportFormat;
+    /// assert_eq!(ExportFormat::Markdown.name(), "markdown");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            ExportFormat::Table => "table",
+            ExportFormat::Csv => "csv",
+            ExportFormat::Json => "json",
+            ExportFormat::Markdown => "markdown",
+        }
+    }
+
     /// The exporter writing this format.
     pub fn exporter(self) -> Box<dyn Exporter> {
         match self {
