@@ -166,27 +166,9 @@ impl OutputFile {
         let Some(path) = path else {
             return Ok((None, format.unwrap_or(ExportFormat::Table)));
         };
-        let implied = ExportFormat::from_extension(path);
-        if let (Some(given), Some(implied)) = (format, implied) {
-            if given != implied {
-                return Err(CliError::Usage(format!(
-                    "--format {} contradicts the extension of {} (which means {}); \
-                     rename the file or drop --format",
-                    given.name(),
-                    path.display(),
-                    implied.name()
-                )));
-            }
-        }
-        let Some(file_format) = format.or(implied) else {
-            return Err(CliError::Usage(format!(
-                "cannot tell the format of {} from its extension (.csv, .json, .md); give --format",
-                path.display()
-            )));
-        };
         let file = OutputFile {
             path: path.to_owned(),
-            format: file_format,
+            format: file_format(path, format)?,
         };
         Ok((Some(file), ExportFormat::Table))
     }
@@ -207,6 +189,33 @@ impl OutputFile {
             .map_err(write_error)?;
         fs::write(&temporary, bytes).map_err(write_error)?;
         fs::rename(&temporary, &self.path).map_err(write_error)
+    }
+}
+
+/// The format of output file `path`: `--format` if given, else the one its extension implies.
+///
+/// # Errors
+/// [`CliError::Usage`] when neither says, or when an explicit `--format` contradicts a known
+/// extension (`--format csv -o r.json`): a file whose name lies about its content is a surprise.
+pub(crate) fn file_format(
+    path: &Path,
+    format: Option<ExportFormat>,
+) -> Result<ExportFormat, CliError> {
+    let implied = ExportFormat::from_extension(path);
+    match (format, implied) {
+        (Some(given), Some(implied)) if given != implied => Err(CliError::Usage(format!(
+            "--format {} contradicts the extension of {} (which means {}); \
+             rename the file or drop --format",
+            given.name(),
+            path.display(),
+            implied.name()
+        ))),
+        (Some(given), _) => Ok(given),
+        (None, Some(implied)) => Ok(implied),
+        (None, None) => Err(CliError::Usage(format!(
+            "cannot tell the format of {} from its extension (.csv, .json, .md); give --format",
+            path.display()
+        ))),
     }
 }
 

@@ -426,15 +426,7 @@ fn output_file(args: &LatencyArgs) -> Result<Option<(PathBuf, ExportFormat)>, Cl
     let Some(path) = &args.output else {
         return Ok(None);
     };
-    let format = args
-        .format
-        .or_else(|| ExportFormat::from_extension(path))
-        .ok_or_else(|| {
-            CliError::Usage(format!(
-                "cannot tell the format of {} from its extension (.csv, .json, .md); give --format",
-                path.display()
-            ))
-        })?;
+    let format = crate::commands::file_format(path, args.format)?;
     // An unwritable path fails now, not after minutes of measuring.
     write_file(path, b"")?;
     Ok(Some((path.clone(), format)))
