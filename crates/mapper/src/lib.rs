@@ -7,7 +7,7 @@
 //! - [`topology`] — packages, NUMA nodes, cores and their PUs, from hwloc: this machine,
 //!   a synthetic description (`"pack:2 core:4 pu:2"`) or an XML export. Binding is a no-op on
 //!   the latter two ([`Topology::is_this_system`]).
-//! - [`mix`] — an [`InstructionMix`]: counts per [`InstrClass`] (fp, int, load-store, branch),
+//! - [`mix`] — an [`InstructionMix`]: counts per [`InstrClass`] (fp, int, load, store, branch),
 //!   declared per SMT-bench kernel or assumed for NAS-like applications.
 //! - [`perf`] — per-thread perf-event counters: software events always, hardware events from a
 //!   per-family table, typed [`perf::ProfileError::Unsupported`] without a PMU; the latency study's

@@ -1,9 +1,12 @@
 //! Instruction mixes: how much of each execution-unit class a thread uses.
 //!
 //! The SMT study attributes sibling slowdown to threads competing for the same execution
-//! units. Portable hardware counters (see [`crate::perf`]) can tell floating-point, load/store
+//! units. Portable hardware counters (see [`crate::perf`]) can tell floating-point, load, store
 //! and branch instructions apart on ARMv8, Intel and AMD Zen, but not an FP add from an FP
-//! multiply, so the mix uses the four coarse classes every family can measure: [`InstrClass`].
+//! multiply, so the mix uses the five coarse classes the SMT study profiles and every family can
+//! measure: [`InstrClass`] — branch, floating point, integer, load and store. Loads and stores
+//! are kept apart (not one memory class) because they use different units: load ports and the
+//! load queue versus the store-address/store-data ports and the store buffer.
 //! A mix is a vector of counts; algorithms that compare threads of different lengths use its
 //! [`shares`](InstructionMix::shares) (counts divided by their sum).
 //!
@@ -20,8 +23,9 @@ use serde::{Deserialize, Serialize};
 ///
 /// ```
 /// use parbench_mapper::InstrClass;
-/// assert_eq!(InstrClass::ALL.len(), 4);
-/// assert_eq!(InstrClass::LoadStore.name(), "load-store");
+/// assert_eq!(InstrClass::ALL.len(), 5);
+/// assert_eq!(InstrClass::Load.name(), "load");
+/// assert_eq!("store".parse::<InstrClass>(), Ok(InstrClass::Store));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum InstrClass {
@@ -29,8 +33,10 @@ pub enum InstrClass {
     Fp,
     /// Integer arithmetic and logic, and anything not counted in another class.
     Int,
-    /// Memory loads and stores.
-    LoadStore,
+    /// Memory loads (load ports, load queue).
+    Load,
+    /// Memory stores (store-address/store-data ports, store buffer).
+    Store,
     /// Branches (conditional, unconditional, indirect).
     Branch,
 }
@@ -41,10 +47,11 @@ impl InstrClass {
     /// ```
     /// assert_eq!(parbench_mapper::InstrClass::ALL[0], parbench_mapper::InstrClass::Fp);
     /// ```
-    pub const ALL: [InstrClass; 4] = [
+    pub const ALL: [InstrClass; CLASS_COUNT] = [
         InstrClass::Fp,
         InstrClass::Int,
-        InstrClass::LoadStore,
+        InstrClass::Load,
+        InstrClass::Store,
         InstrClass::Branch,
     ];
 
@@ -57,20 +64,62 @@ impl InstrClass {
         match self {
             InstrClass::Fp => "fp",
             InstrClass::Int => "int",
-            InstrClass::LoadStore => "load-store",
+            InstrClass::Load => "load",
+            InstrClass::Store => "store",
             InstrClass::Branch => "branch",
         }
     }
+
+    /// Names accepted by [`str::parse`], in [`ALL`](Self::ALL) order.
+    ///
+    /// ```
+    /// assert_eq!(parbench_mapper::InstrClass::NAMES, ["fp", "int", "load", "store", "branch"]);
+    /// ```
+    pub const NAMES: [&'static str; CLASS_COUNT] = ["fp", "int", "load", "store", "branch"];
 
     fn slot(self) -> usize {
         match self {
             InstrClass::Fp => 0,
             InstrClass::Int => 1,
-            InstrClass::LoadStore => 2,
-            InstrClass::Branch => 3,
+            InstrClass::Load => 2,
+            InstrClass::Store => 3,
+            InstrClass::Branch => 4,
         }
     }
 }
+
+/// A class name that is not one of [`InstrClass::NAMES`].
+///
+/// ```
+/// let error = "simd".parse::<parbench_mapper::InstrClass>().unwrap_err();
+/// assert!(error.to_string().contains("fp, int, load, store, branch"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown instruction class {name:?}; valid: {}", InstrClass::NAMES.join(", "))]
+pub struct UnknownClass {
+    /// The name given.
+    pub name: String,
+}
+
+impl std::str::FromStr for InstrClass {
+    type Err = UnknownClass;
+
+    fn from_str(name: &str) -> Result<Self, UnknownClass> {
+        InstrClass::ALL
+            .into_iter()
+            .find(|class| class.name() == name)
+            .ok_or_else(|| UnknownClass {
+                name: name.to_owned(),
+            })
+    }
+}
+
+/// How many instruction classes a mix counts.
+///
+/// ```
+/// assert_eq!(parbench_mapper::mix::CLASS_COUNT, parbench_mapper::InstrClass::ALL.len());
+/// ```
+pub const CLASS_COUNT: usize = 5;
 
 /// The SMT-bench kernel names and the class each one stresses (as declared by the kernels crate).
 const DECLARED_KERNEL_CLASSES: [(&str, InstrClass); 8] = [
@@ -81,20 +130,21 @@ const DECLARED_KERNEL_CLASSES: [(&str, InstrClass); 8] = [
     ("int-mul", InstrClass::Int),
     ("int-div", InstrClass::Int),
     ("branch", InstrClass::Branch),
-    ("load-dep", InstrClass::LoadStore),
+    // A dependent pointer chase: loads only.
+    ("load-dep", InstrClass::Load),
 ];
 
 /// Instruction counts per [`InstrClass`] for one thread.
 ///
 /// ```
 /// use parbench_mapper::{InstrClass, InstructionMix};
-/// let mix = InstructionMix::new([(InstrClass::Fp, 600.0), (InstrClass::LoadStore, 400.0)]);
+/// let mix = InstructionMix::new([(InstrClass::Fp, 600.0), (InstrClass::Store, 400.0)]);
 /// assert_eq!(mix.count(InstrClass::Fp), 600.0);
-/// assert_eq!(mix.shares()[2], 0.4);
+/// assert_eq!(mix.shares()[3], 0.4);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct InstructionMix {
-    counts: [f64; 4],
+    counts: [f64; CLASS_COUNT],
 }
 
 impl InstructionMix {
@@ -142,20 +192,20 @@ impl InstructionMix {
     /// ```
     /// use parbench_mapper::{InstrClass, InstructionMix};
     /// let mix = InstructionMix::new([(InstrClass::Branch, 5.0)]);
-    /// assert_eq!(mix.shares(), [0.0, 0.0, 0.0, 1.0]);
+    /// assert_eq!(mix.shares(), [0.0, 0.0, 0.0, 0.0, 1.0]);
     /// ```
-    pub fn shares(&self) -> [f64; 4] {
+    pub fn shares(&self) -> [f64; CLASS_COUNT] {
         let total = self.total();
         if total > 0.0 {
             self.counts.map(|count| count / total)
         } else {
-            [0.0; 4]
+            [0.0; CLASS_COUNT]
         }
     }
 
     /// The mix an SMT-bench kernel declares: all of its instructions in its dominant class
     /// (`fp-add`, `fp-mul`, `fp-div` → FP; `int-add`, `int-mul`, `int-div` → integer; `branch`;
-    /// `load-dep` → load/store). `None` for any other name.
+    /// `load-dep` → load). `None` for any other name.
     ///
     /// ```
     /// use parbench_mapper::{InstrClass, InstructionMix};
@@ -183,12 +233,12 @@ impl InstructionMix {
     }
 }
 
-/// Percentages per class, e.g. `fp 45% int 10% load-store 40% branch 5%`.
+/// Percentages per class, e.g. `fp 45% int 10% load 28% store 12% branch 5%`.
 ///
 /// ```
 /// use parbench_mapper::{InstrClass, InstructionMix};
 /// let mix = InstructionMix::new([(InstrClass::Fp, 1.0), (InstrClass::Int, 1.0)]);
-/// assert_eq!(mix.to_string(), "fp 50% int 50% load-store 0% branch 0%");
+/// assert_eq!(mix.to_string(), "fp 50% int 50% load 0% store 0% branch 0%");
 /// ```
 impl fmt::Display for InstructionMix {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -215,20 +265,22 @@ pub struct NamedMix {
     pub mix: InstructionMix,
 }
 
-/// NAS-Parallel-Benchmark-like mixes, in percent of instructions (fp, int, load-store, branch).
+/// NAS-Parallel-Benchmark-like mixes, in percent of instructions (fp, int, load, store, branch).
 /// They are assumptions shaped after the SMT study's figure 1b, not measurements: BT, LU and
-/// SP are FP-heavy, IS, EP and CG integer-heavy, MG and UA load/store-heavy.
+/// SP are FP-heavy, IS, EP and CG integer-heavy, MG and UA load-heavy; memory instructions are
+/// split about two loads per store, as in typical compiled loops, except IS (a bucket sort,
+/// scatter-heavy: as many stores as loads).
 ///
-/// | app | fp | int | load-store | branch |
-/// |-----|----|-----|------------|--------|
-/// | BT  | 55 | 10  | 30         | 5      |
-/// | LU  | 50 | 12  | 32         | 6      |
-/// | SP  | 52 | 10  | 33         | 5      |
-/// | IS  | 0  | 55  | 30         | 15     |
-/// | EP  | 15 | 55  | 20         | 10     |
-/// | CG  | 10 | 50  | 30         | 10     |
-/// | MG  | 15 | 10  | 65         | 10     |
-/// | UA  | 15 | 15  | 60         | 10     |
+/// | app | fp | int | load | store | branch |
+/// |-----|----|-----|------|-------|--------|
+/// | BT  | 55 | 10  | 20   | 10    | 5      |
+/// | LU  | 50 | 12  | 22   | 10    | 6      |
+/// | SP  | 52 | 10  | 22   | 11    | 5      |
+/// | IS  | 0  | 55  | 15   | 15    | 15     |
+/// | EP  | 15 | 55  | 13   | 7     | 10     |
+/// | CG  | 10 | 50  | 22   | 8     | 10     |
+/// | MG  | 15 | 10  | 45   | 20    | 10     |
+/// | UA  | 15 | 15  | 40   | 20    | 10     |
 ///
 /// ```
 /// let mixes = parbench_mapper::nas_like_mixes();
@@ -236,15 +288,15 @@ pub struct NamedMix {
 /// assert_eq!(names, ["BT", "LU", "SP", "IS", "EP", "CG", "MG", "UA"]);
 /// ```
 pub fn nas_like_mixes() -> Vec<NamedMix> {
-    const TABLE: [(&str, [f64; 4]); 8] = [
-        ("BT", [55.0, 10.0, 30.0, 5.0]),
-        ("LU", [50.0, 12.0, 32.0, 6.0]),
-        ("SP", [52.0, 10.0, 33.0, 5.0]),
-        ("IS", [0.0, 55.0, 30.0, 15.0]),
-        ("EP", [15.0, 55.0, 20.0, 10.0]),
-        ("CG", [10.0, 50.0, 30.0, 10.0]),
-        ("MG", [15.0, 10.0, 65.0, 10.0]),
-        ("UA", [15.0, 15.0, 60.0, 10.0]),
+    const TABLE: [(&str, [f64; CLASS_COUNT]); 8] = [
+        ("BT", [55.0, 10.0, 20.0, 10.0, 5.0]),
+        ("LU", [50.0, 12.0, 22.0, 10.0, 6.0]),
+        ("SP", [52.0, 10.0, 22.0, 11.0, 5.0]),
+        ("IS", [0.0, 55.0, 15.0, 15.0, 15.0]),
+        ("EP", [15.0, 55.0, 13.0, 7.0, 10.0]),
+        ("CG", [10.0, 50.0, 22.0, 8.0, 10.0]),
+        ("MG", [15.0, 10.0, 45.0, 20.0, 10.0]),
+        ("UA", [15.0, 15.0, 40.0, 20.0, 10.0]),
     ];
     TABLE
         .iter()
@@ -283,7 +335,7 @@ mod tests {
         assert_eq!(dominant("fp-div"), InstrClass::Fp);
         assert_eq!(dominant("int-mul"), InstrClass::Int);
         assert_eq!(dominant("branch"), InstrClass::Branch);
-        assert_eq!(dominant("load-dep"), InstrClass::LoadStore);
+        assert_eq!(dominant("load-dep"), InstrClass::Load);
     }
 
     #[test]
@@ -293,8 +345,17 @@ mod tests {
             (InstrClass::Int, -3.0),
             (InstrClass::Branch, 2.0),
         ]);
-        assert_eq!(mix.shares(), [0.0, 0.0, 0.0, 1.0]);
-        assert_eq!(InstructionMix::default().shares(), [0.0; 4]);
+        assert_eq!(mix.shares(), [0.0, 0.0, 0.0, 0.0, 1.0]);
+        assert_eq!(InstructionMix::default().shares(), [0.0; CLASS_COUNT]);
+    }
+
+    #[test]
+    fn class_names_round_trip() {
+        for class in InstrClass::ALL {
+            assert_eq!(class.name().parse::<InstrClass>(), Ok(class));
+            assert_eq!(InstrClass::ALL[class.slot()], class);
+        }
+        assert!("load-store".parse::<InstrClass>().is_err());
     }
 
     #[test]

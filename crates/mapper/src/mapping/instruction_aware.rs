@@ -28,7 +28,7 @@
 
 use super::placement::cores_alternating_packages;
 use crate::contention::overlap;
-use crate::mix::{InstrClass, InstructionMix};
+use crate::mix::{InstrClass, InstructionMix, CLASS_COUNT};
 use crate::topology::Topology;
 
 /// Classes ordered by how much their share varies across the threads (largest variance first;
@@ -42,14 +42,14 @@ use crate::topology::Topology;
 /// let classes = key_classes(&[fp, fp, fp, int]);
 /// assert_eq!(&classes[..2], &[InstrClass::Fp, InstrClass::Int]);
 /// ```
-pub fn key_classes(mixes: &[InstructionMix]) -> [InstrClass; 4] {
-    let shares: Vec<[f64; 4]> = mixes.iter().map(InstructionMix::shares).collect();
+pub fn key_classes(mixes: &[InstructionMix]) -> [InstrClass; CLASS_COUNT] {
+    let shares: Vec<[f64; CLASS_COUNT]> = mixes.iter().map(InstructionMix::shares).collect();
     let count = shares.len().max(1) as f64;
     let variance = |slot: usize| {
         let mean = shares.iter().map(|s| s[slot]).sum::<f64>() / count;
         shares.iter().map(|s| (s[slot] - mean).powi(2)).sum::<f64>() / count
     };
-    let mut slots = [0, 1, 2, 3];
+    let mut slots: [usize; CLASS_COUNT] = std::array::from_fn(|slot| slot);
     // Stable sort: equal variances keep the declared class order, so the result is deterministic.
     slots.sort_by(|&a, &b| variance(b).total_cmp(&variance(a)));
     slots.map(|slot| InstrClass::ALL[slot])
@@ -275,7 +275,7 @@ mod tests {
     #[test]
     fn adversarial_blocks_are_separated() {
         // Round-robin puts each block on one core; the aware mapping must not.
-        let t = Topology::synthetic("core:4 pu:2").unwrap();
+        let t = Topology::synthetic("core:5 pu:2").unwrap();
         let mixes: Vec<InstructionMix> = InstrClass::ALL
             .iter()
             .flat_map(|&c| [pure(c), pure(c)])
@@ -296,14 +296,14 @@ mod tests {
 
     #[test]
     fn refinement_removes_clashes_a_single_key_cannot_see() {
-        // 12 fp, 12 int, 4 branch, 4 load-store on 16 two-PU cores: a clash-free pairing exists
+        // 12 fp, 12 int, 4 branch, 4 load on 16 two-PU cores: a clash-free pairing exists
         // (8 fp+int, 4 fp+other, 4 int+other) but sorting by the fp key alone leaves int+int pairs.
         let t = Topology::synthetic("core:16 pu:2").unwrap();
         let counts = [
             (InstrClass::Fp, 12),
             (InstrClass::Int, 12),
             (InstrClass::Branch, 4),
-            (InstrClass::LoadStore, 4),
+            (InstrClass::Load, 4),
         ];
         let mixes: Vec<InstructionMix> = counts
             .iter()
@@ -357,14 +357,14 @@ mod tests {
     #[test]
     fn key_class_is_the_one_with_largest_spread() {
         let mixes = [
-            InstructionMix::new([(InstrClass::Fp, 50.0), (InstrClass::LoadStore, 50.0)]),
+            InstructionMix::new([(InstrClass::Fp, 50.0), (InstrClass::Load, 50.0)]),
             InstructionMix::new([
                 (InstrClass::Fp, 10.0),
-                (InstrClass::LoadStore, 45.0),
+                (InstrClass::Load, 45.0),
                 (InstrClass::Int, 45.0),
             ]),
         ];
-        // fp shares 0.5 vs 0.1 (spread 0.4), int 0 vs 0.45 (0.45), load-store 0.5 vs 0.45.
+        // fp shares 0.5 vs 0.1 (spread 0.4), int 0 vs 0.45 (0.45), load 0.5 vs 0.45.
         assert_eq!(key_classes(&mixes)[0], InstrClass::Int);
     }
 }

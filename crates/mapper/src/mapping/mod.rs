@@ -341,7 +341,12 @@ mod tests {
 
     fn assorted(threads: usize) -> Vec<InstructionMix> {
         (0..threads)
-            .map(|thread| InstructionMix::new([(InstrClass::ALL[thread % 4], 1.0 + thread as f64)]))
+            .map(|thread| {
+                InstructionMix::new([(
+                    InstrClass::ALL[thread % InstrClass::ALL.len()],
+                    1.0 + thread as f64,
+                )])
+            })
             .collect()
     }
 

@@ -8,7 +8,7 @@
 //! | family | event | raw code | feeds |
 //! |--------|-------|----------|-------|
 //! | ARMv8 PMUv3 | INST_SPEC | 0x1B | speculative instructions |
-//! | | LD_SPEC / ST_SPEC | 0x70 / 0x71 | load-store class |
+//! | | LD_SPEC / ST_SPEC | 0x70 / 0x71 | load class / store class |
 //! | | DP_SPEC | 0x73 | int class |
 //! | | ASE_SPEC / VFP_SPEC | 0x74 / 0x75 | fp class (SIMD + scalar FP) |
 //! | | BR_IMMED_SPEC / BR_INDIRECT_SPEC | 0x78 / 0x7A | branch class |
@@ -18,14 +18,14 @@
 //! | | L2D_CACHE / L2D_CACHE_REFILL | 0x16 / 0x17 | L2 accesses / misses |
 //! | | L3D_CACHE / L3D_CACHE_REFILL | 0x2B / 0x2A | L3 accesses / misses |
 //! | Intel | BR_INST_RETIRED.ALL_BRANCHES | 0x00c4 | branch class |
-//! | | MEM_INST_RETIRED.ALL_LOADS / ALL_STORES | 0x81d0 / 0x82d0 | load-store class |
+//! | | MEM_INST_RETIRED.ALL_LOADS / ALL_STORES | 0x81d0 / 0x82d0 | load class / store class |
 //! | | FP_ARITH_INST_RETIRED (all umasks) | 0xffc7 | fp class |
 //! | AMD Zen | ex_ret_brn | 0xc2 | branch class |
 //! | | ex_ret_mmx_fp_instr | 0x07cb | fp class |
-//! | | ls_dispatch loads / stores | 0x0129 / 0x0229 | load-store class |
+//! | | ls_dispatch loads / stores | 0x0129 / 0x0229 | load class / store class |
 //!
-//! On Intel and AMD the int class is derived as instructions minus the other three classes
-//! (every instruction that is not FP, memory or branch), and L1/L3 come from the generic cache
+//! On Intel and AMD the int class is derived as instructions minus the other four classes
+//! (every instruction that is not FP, load, store or branch), and L1/L3 come from the generic cache
 //! events; there is no portable L2 event, so L2 MPKI is reported unavailable there. Raw codes
 //! are `umask << 8 | event` as the kernel's `cpu/config=…/` syntax expects.
 
@@ -305,12 +305,12 @@ const ARMV8_EVENTS: [EventSpec; 16] = [
     event(
         "LD_SPEC",
         EventSource::Raw(0x70),
-        Quantity::Class(InstrClass::LoadStore),
+        Quantity::Class(InstrClass::Load),
     ),
     event(
         "ST_SPEC",
         EventSource::Raw(0x71),
-        Quantity::Class(InstrClass::LoadStore),
+        Quantity::Class(InstrClass::Store),
     ),
     event(
         "DP_SPEC",
@@ -376,12 +376,12 @@ const INTEL_EVENTS: [EventSpec; 4] = [
     event(
         "MEM_INST_RETIRED.ALL_LOADS",
         EventSource::Raw(0x81d0),
-        Quantity::Class(InstrClass::LoadStore),
+        Quantity::Class(InstrClass::Load),
     ),
     event(
         "MEM_INST_RETIRED.ALL_STORES",
         EventSource::Raw(0x82d0),
-        Quantity::Class(InstrClass::LoadStore),
+        Quantity::Class(InstrClass::Store),
     ),
     event(
         "FP_ARITH_INST_RETIRED",
@@ -404,12 +404,12 @@ const AMD_ZEN_EVENTS: [EventSpec; 4] = [
     event(
         "ls_dispatch.ld_dispatch",
         EventSource::Raw(0x0129),
-        Quantity::Class(InstrClass::LoadStore),
+        Quantity::Class(InstrClass::Load),
     ),
     event(
         "ls_dispatch.store_dispatch",
         EventSource::Raw(0x0229),
-        Quantity::Class(InstrClass::LoadStore),
+        Quantity::Class(InstrClass::Store),
     ),
 ];
 
@@ -442,7 +442,7 @@ pub fn event_table(family: CpuFamily) -> Vec<EventSpec> {
     [SOFTWARE_EVENTS.as_slice(), &GENERIC_CORE_EVENTS, &specific].concat()
 }
 
-/// Whether the int class is derived (instructions minus fp, load-store and branch) rather than
+/// Whether the int class is derived (instructions minus fp, load, store and branch) rather than
 /// counted, which is the case on every family except ARMv8 (DP_SPEC).
 ///
 /// ```

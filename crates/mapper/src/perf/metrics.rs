@@ -7,7 +7,7 @@
 //! - IPC = instructions / cycles
 //! - L1 hit rate = 1 − L1D misses / L1D accesses
 //! - MPKI L1, L2, L3 = misses of that level × 1000 / instructions
-//! - memory accesses per µs = load-store class instructions / task-clock µs
+//! - memory accesses per µs = (load class + store class instructions) / task-clock µs
 //! - dispatch-stall fraction = backend stall cycles / cycles
 //!
 //! **SMT-friendly rule** ([`SMT_FRIENDLY_RULE`]): a thread is SMT-friendly when
@@ -159,10 +159,11 @@ impl Metrics {
         let memory_accesses_per_us = metric(
             "memory accesses per us",
             &[
-                Quantity::Class(InstrClass::LoadStore),
+                Quantity::Class(InstrClass::Load),
+                Quantity::Class(InstrClass::Store),
                 Quantity::TaskClockNs,
             ],
-            &|v: &[f64]| v[0] / (v[1] / 1000.0),
+            &|v: &[f64]| (v[0] + v[1]) / (v[2] / 1000.0),
         );
         let dispatch_stall_fraction = metric(
             "dispatch-stall fraction",
@@ -238,7 +239,8 @@ mod tests {
             (Quantity::L1Misses, 100.0),
             (Quantity::L2Misses, 20.0),
             (Quantity::L3Misses, 4.0),
-            (Quantity::Class(InstrClass::LoadStore), 1000.0),
+            (Quantity::Class(InstrClass::Load), 700.0),
+            (Quantity::Class(InstrClass::Store), 300.0),
             (Quantity::TaskClockNs, 2000.0),
             (Quantity::BackendStallCycles, 200.0),
         ]));

@@ -332,7 +332,8 @@ impl Profile {
                 .flatten()
                 .and_then(|instructions| {
                     let others = part(InstrClass::Fp)?
-                        + part(InstrClass::LoadStore)?
+                        + part(InstrClass::Load)?
+                        + part(InstrClass::Store)?
                         + part(InstrClass::Branch)?;
                     Some((instructions - others).max(0.0))
                 });
@@ -684,12 +685,12 @@ mod tests {
                     ),
                     record(
                         "MEM_INST_RETIRED.ALL_LOADS",
-                        Quantity::Class(InstrClass::LoadStore),
+                        Quantity::Class(InstrClass::Load),
                         Some(200),
                     ),
                     record(
                         "MEM_INST_RETIRED.ALL_STORES",
-                        Quantity::Class(InstrClass::LoadStore),
+                        Quantity::Class(InstrClass::Store),
                         Some(100),
                     ),
                     record(
@@ -733,7 +734,8 @@ mod tests {
         let mixes = hand_made_intel_profile().thread_mixes().unwrap();
         // int = 1000 - 500 - 300 - 50
         assert_eq!(mixes[0].count(InstrClass::Int), 150.0);
-        assert_eq!(mixes[0].count(InstrClass::LoadStore), 300.0);
+        assert_eq!(mixes[0].count(InstrClass::Load), 200.0);
+        assert_eq!(mixes[0].count(InstrClass::Store), 100.0);
         assert_eq!(
             hand_made_intel_profile().thread_metrics(0).unwrap().ipc,
             Some(0.5)
@@ -745,11 +747,12 @@ mod tests {
         let mut profile = hand_made_intel_profile();
         profile.threads[0].events[4] = record(
             "MEM_INST_RETIRED.ALL_STORES",
-            Quantity::Class(InstrClass::LoadStore),
+            Quantity::Class(InstrClass::Store),
             None,
         );
         let totals = profile.thread_totals(0).unwrap();
-        assert_eq!(totals[&Quantity::Class(InstrClass::LoadStore)], None);
+        assert_eq!(totals[&Quantity::Class(InstrClass::Store)], None);
+        assert_eq!(totals[&Quantity::Class(InstrClass::Load)], Some(200.0));
         assert_eq!(totals[&Quantity::Class(InstrClass::Int)], None);
     }
 }

@@ -66,7 +66,8 @@ mod tests {
             events: vec![
                 record(InstrClass::Fp, fp),
                 record(InstrClass::Int, int),
-                record(InstrClass::LoadStore, 0),
+                record(InstrClass::Load, 0),
+                record(InstrClass::Store, 0),
                 record(InstrClass::Branch, 0),
             ],
         }
