@@ -5,6 +5,8 @@
 //! index; join is `rayon::join`; tasks are a `par_iter` over the task indices.
 
 use std::ops::Range;
+use std::sync::{Arc, Mutex};
+use std::thread;
 
 use rayon::iter::plumbing::{bridge_producer_consumer, Producer, UnindexedConsumer};
 use rayon::iter::{IntoParallelIterator, ParallelIterator};
@@ -12,6 +14,12 @@ use rayon::iter::{IntoParallelIterator, ParallelIterator};
 use super::{Executor, ExecutorError, ExecutorKind, PinPolicy};
 
 /// A rayon pool of its own (one per executor instance, so sweeps do not share the global pool).
+///
+/// Dropping it returns only after every worker thread has exited. A plain `rayon::ThreadPool` only
+/// *asks* its workers to terminate on drop; they finish (and may still be spinning or being torn
+/// down) after the next benchmark cell has started, and compete with it for the CPU. Here the
+/// workers are spawned by our own spawn handler, which keeps their join handles, and
+/// [`WorkerThreads`] joins them once the pool is gone.
 ///
 /// ```
 /// use parbench_kernels::{Executor, PinPolicy, RayonExecutor};
@@ -23,7 +31,31 @@ use super::{Executor, ExecutorError, ExecutorKind, PinPolicy};
 /// ```
 #[derive(Debug)]
 pub struct RayonExecutor {
+    // Field order matters: fields drop in declaration order, so the pool is told to terminate
+    // before `_workers` joins its threads (the other way round would wait forever).
     pool: rayon::ThreadPool,
+    // Held for its `Drop` only.
+    _workers: WorkerThreads,
+}
+
+/// The join handles of a pool's worker threads; dropping joins them all.
+#[derive(Debug, Default)]
+struct WorkerThreads {
+    handles: Arc<Mutex<Vec<thread::JoinHandle<()>>>>,
+}
+
+impl Drop for WorkerThreads {
+    fn drop(&mut self) {
+        let handles = match self.handles.lock() {
+            Ok(mut handles) => std::mem::take(&mut *handles),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+        };
+        for handle in handles {
+            // A worker that panicked has already reported it (rayon aborts on a worker panic
+            // outside a job); joining is only about waiting for it to be gone.
+            let _ = handle.join();
+        }
+    }
 }
 
 impl RayonExecutor {
@@ -39,7 +71,21 @@ impl RayonExecutor {
         }
         // rayon would abort the process, not return an error, past the OS's thread limits.
         super::check_thread_count(threads)?;
-        let mut builder = rayon::ThreadPoolBuilder::new().num_threads(threads);
+        let workers = WorkerThreads::default();
+        let handles = Arc::clone(&workers.handles);
+        let mut builder = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|index| format!("rayon-{index}"))
+            .spawn_handler(move |worker| {
+                let handle = thread::Builder::new()
+                    .name(worker.name().unwrap_or("rayon").to_owned())
+                    .spawn(move || worker.run())?;
+                match handles.lock() {
+                    Ok(mut list) => list.push(handle),
+                    Err(poisoned) => poisoned.into_inner().push(handle),
+                }
+                Ok(())
+            });
         if pin == PinPolicy::Compact {
             let cores = core_affinity::get_core_ids().unwrap_or_default();
             if !cores.is_empty() {
@@ -53,7 +99,10 @@ impl RayonExecutor {
             kind: ExecutorKind::Rayon,
             reason: e.to_string(),
         })?;
-        Ok(RayonExecutor { pool })
+        Ok(RayonExecutor {
+            pool,
+            _workers: workers,
+        })
     }
 }
 
