@@ -46,6 +46,8 @@ pub enum Command {
     Profile(crate::profile::ProfileArgs),
     /// Map threads to PUs by instruction mix and compare every algorithm on the contention model.
     Map(Box<crate::map::MapArgs>),
+    /// Rerun a study's own experiments and set the results beside the published ones.
+    Reproduce(crate::reproduce::ReproduceArgs),
 }
 
 /// Options of `parbench-cli sweep`. Without any, the quick default suite runs.

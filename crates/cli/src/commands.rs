@@ -52,6 +52,7 @@ pub fn run(command: Command) -> Result<(), CliError> {
         Command::Topology(args) => crate::topology::run(&args),
         Command::Profile(args) => crate::profile::run(&args),
         Command::Map(args) => crate::map::run(&args),
+        Command::Reproduce(args) => crate::reproduce::run(&args),
     }
 }
 

@@ -25,6 +25,7 @@ pub mod map;
 pub mod plot;
 pub mod profile;
 pub mod progress;
+pub mod reproduce;
 pub mod results;
 pub mod stats;
 pub mod sweep;

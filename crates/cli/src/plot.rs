@@ -8,6 +8,7 @@
 //! against work stealing). Only the SVG backend of plotters is used, with its built-in font metrics,
 //! so no system font library is needed; the SVG viewer renders the text.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use thiserror::Error;
@@ -88,7 +89,7 @@ fn required_label<'a>(cell: &'a Cell, name: &'static str) -> Result<&'a str, Plo
     cell.label(name).ok_or(PlotError::MissingLabel(name))
 }
 
-fn draw_error(error: impl std::fmt::Display) -> PlotError {
+pub(crate) fn draw_error(error: impl std::fmt::Display) -> PlotError {
     PlotError::Draw(error.to_string())
 }
 
@@ -170,27 +171,61 @@ fn draw_boxes(
         let x = index as f64;
         let s = cell.summary;
         let colour = thread_colour(&thread_counts, cell.threads);
-        let whisker = PathElement::new(vec![(x, s.p5), (x, s.p95)], BLACK.stroke_width(1));
-        let quartiles = Rectangle::new(
-            [(x - BOX_HALF_WIDTH, s.p25), (x + BOX_HALF_WIDTH, s.p75)],
-            colour.mix(0.5).filled(),
-        );
-        let outline = Rectangle::new(
-            [(x - BOX_HALF_WIDTH, s.p25), (x + BOX_HALF_WIDTH, s.p75)],
-            colour.stroke_width(1),
-        );
-        let median = PathElement::new(
-            vec![
-                (x - BOX_HALF_WIDTH, s.median),
-                (x + BOX_HALF_WIDTH, s.median),
-            ],
-            BLACK.stroke_width(2),
-        );
-        // Box first, then the lines on top of it.
+        draw_box(&mut chart, x, s, colour, false)?;
+    }
+    Ok(())
+}
+
+/// One box at `x`: p25–p75 filled in `colour`, the median as a bar, whiskers at p5 and p95; with
+/// `mean_with_ci`, also the mean as a dot with its 95 % confidence interval as an error bar (the
+/// INNCABS study's box plots). Shared by every figure that draws run-time distributions.
+pub(crate) fn draw_box<Y>(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, Y>>,
+    x: f64,
+    s: &Summary,
+    colour: RGBAColor,
+    mean_with_ci: bool,
+) -> Result<(), PlotError>
+where
+    Y: Ranged<ValueType = f64>,
+{
+    let whisker = PathElement::new(vec![(x, s.p5), (x, s.p95)], BLACK.stroke_width(1));
+    let caps = [s.p5, s.p95].map(|y| {
+        PathElement::new(
+            vec![(x - BOX_HALF_WIDTH / 2.0, y), (x + BOX_HALF_WIDTH / 2.0, y)],
+            BLACK.stroke_width(1),
+        )
+    });
+    let quartiles = Rectangle::new(
+        [(x - BOX_HALF_WIDTH, s.p25), (x + BOX_HALF_WIDTH, s.p75)],
+        colour.mix(0.5).filled(),
+    );
+    let outline = Rectangle::new(
+        [(x - BOX_HALF_WIDTH, s.p25), (x + BOX_HALF_WIDTH, s.p75)],
+        colour.stroke_width(1),
+    );
+    let median = PathElement::new(
+        vec![
+            (x - BOX_HALF_WIDTH, s.median),
+            (x + BOX_HALF_WIDTH, s.median),
+        ],
+        BLACK.stroke_width(2),
+    );
+    // Box first, then the lines on top of it.
+    chart
+        .draw_series([quartiles, outline])
+        .map_err(draw_error)?;
+    chart.draw_series([whisker, median]).map_err(draw_error)?;
+    chart.draw_series(caps).map_err(draw_error)?;
+    if mean_with_ci {
+        let mean_x = x + BOX_HALF_WIDTH * 0.6;
+        if let (Some(low), Some(high)) = (s.ci95_low, s.ci95_high) {
+            let bar = PathElement::new(vec![(mean_x, low), (mean_x, high)], RED.stroke_width(2));
+            chart.draw_series([bar]).map_err(draw_error)?;
+        }
         chart
-            .draw_series([quartiles, outline])
+            .draw_series([Circle::new((mean_x, s.mean), 3, RED.filled())])
             .map_err(draw_error)?;
-        chart.draw_series([whisker, median]).map_err(draw_error)?;
     }
     Ok(())
 }

@@ -1,0 +1,68 @@
+//! Studies listed by `reproduce --list` whose experiment is not wired yet: their published data is
+//! in place, and running them says "not yet implemented" (exit code 2) instead of measuring.
+
+use crate::error::CliError;
+use crate::reproduce::report::StudyReport;
+use crate::reproduce::{Scale, Study, StudyRun};
+
+/// A study with published data but no experiment yet.
+#[derive(Debug)]
+pub struct PendingStudy {
+    name: &'static str,
+    published: &'static str,
+}
+
+impl Study for PendingStudy {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn published_json(&self) -> &'static str {
+        self.published
+    }
+
+    fn implemented(&self) -> bool {
+        false
+    }
+
+    fn scaling(&self, _: Scale) -> String {
+        "not yet implemented".to_owned()
+    }
+
+    fn run(&self, _: &mut StudyRun) -> Result<StudyReport, CliError> {
+        Err(CliError::Usage(format!(
+            "study `{}` is not yet implemented",
+            self.name
+        )))
+    }
+}
+
+/// The TailBench-on-SMT latency study.
+pub static TAIL_LATENCY: PendingStudy = PendingStudy {
+    name: "tail-latency",
+    published: include_str!("../../data/published/tail-latency.json"),
+};
+
+/// The pthreads synchronisation study.
+pub static PTHREADS: PendingStudy = PendingStudy {
+    name: "pthreads",
+    published: include_str!("../../data/published/pthreads.json"),
+};
+
+/// The SMT instruction-aware mapping study.
+pub static SMT_MAPPING: PendingStudy = PendingStudy {
+    name: "smt-mapping",
+    published: include_str!("../../data/published/smt-mapping.json"),
+};
+
+/// The tree-distribution scheduler study.
+pub static SCHEDULER: PendingStudy = PendingStudy {
+    name: "scheduler",
+    published: include_str!("../../data/published/scheduler.json"),
+};
+
+/// The INNCABS far-atomics study (until its experiment lands).
+pub static FAR_ATOMICS: PendingStudy = PendingStudy {
+    name: "far-atomics",
+    published: include_str!("../../data/published/far-atomics.json"),
+};
