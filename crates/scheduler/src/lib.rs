@@ -64,6 +64,7 @@ mod registry;
 mod scan;
 mod scope;
 mod sleep;
+mod slice;
 mod strategy;
 mod timer;
 mod tune;
@@ -79,6 +80,11 @@ pub use error::{BuildError, SpawnError};
 pub use global::global_pool;
 pub use pool::ThreadPool;
 pub use scope::Scope;
+pub use slice::{
+    for_each_indexed_mut, for_each_indexed_mut_with, for_each_mut, for_each_mut_with, map_collect,
+    map_collect_with, par_chunks_mut, par_chunks_mut_with, sort_unstable, sort_unstable_by,
+    sort_unstable_by_key, sort_unstable_by_with,
+};
 pub use strategy::{Grain, Handoff, Strategy, TreeConfig, TreeTimespan, tree_handoffs};
 pub use tune::{DEFAULT_TUNING_ROUNDS, sched_time_probe, tune_timespan};
 

@@ -1,0 +1,271 @@
+//! The slice algorithms: every element visited exactly once with every strategy, on empty,
+//! one-element and large slices; `map_collect` in order without `Default`/`Clone`; sorts sorted
+//! and a permutation of their input; panics propagate (and a panicking sort leaves a
+//! permutation).
+
+mod fixtures;
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use fixtures::{all_strategies, pool};
+
+const LENGTHS: [usize; 6] = [0, 1, 2, 3, 1000, 100_003];
+
+/// A deterministic pseudo-random sequence (splitmix64).
+fn random_u64s(len: usize, seed: u64) -> Vec<u64> {
+    let mut state = seed;
+    (0..len)
+        .map(|_| {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        })
+        .collect()
+}
+
+#[test]
+fn for_each_mut_visits_every_element_once() {
+    for threads in [1, 2, 3] {
+        let pool = pool(threads);
+        for strategy in all_strategies() {
+            for len in LENGTHS {
+                let mut v = vec![0u32; len];
+                pool.for_each_mut_with(&strategy, &mut v, |x| *x += 1);
+                assert!(
+                    v.iter().all(|&x| x == 1),
+                    "{threads} threads, {strategy:?}, len {len}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn for_each_indexed_mut_passes_each_index_with_its_element_once() {
+    let pool = pool(2);
+    for strategy in all_strategies() {
+        for len in LENGTHS {
+            let mut v: Vec<(usize, u32)> = (0..len).map(|i| (i, 0)).collect();
+            pool.for_each_indexed_mut_with(&strategy, &mut v, |i, x| {
+                assert_eq!(x.0, i, "{strategy:?}: index and element disagree");
+                x.1 += 1;
+            });
+            assert!(v.iter().all(|x| x.1 == 1), "{strategy:?}, len {len}");
+        }
+    }
+}
+
+#[test]
+fn par_chunks_mut_hands_out_every_chunk_once() {
+    let pool = pool(2);
+    for strategy in all_strategies() {
+        for len in LENGTHS {
+            for chunk_len in [0, 1, 3, 512] {
+                let mut v = vec![usize::MAX; len];
+                let calls = AtomicUsize::new(0);
+                pool.par_chunks_mut_with(&strategy, &mut v, chunk_len, |k, chunk| {
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    let step = chunk_len.max(1);
+                    assert!(!chunk.is_empty() && chunk.len() <= step);
+                    for (j, x) in chunk.iter_mut().enumerate() {
+                        assert_eq!(*x, usize::MAX, "{strategy:?}: element written twice");
+                        *x = k * step + j;
+                    }
+                });
+                let what = format!("{strategy:?}, len {len}, chunk {chunk_len}");
+                assert_eq!(v, (0..len).collect::<Vec<_>>(), "{what}");
+                assert_eq!(calls.into_inner(), len.div_ceil(chunk_len.max(1)), "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn map_collect_returns_every_value_in_order() {
+    let pool = pool(2);
+    let calls = AtomicUsize::new(0);
+    for strategy in all_strategies() {
+        for len in LENGTHS {
+            calls.store(0, Ordering::Relaxed);
+            // String: neither Copy nor Default-initialized by the algorithm.
+            let v = pool.map_collect_with(&strategy, 7..7 + len, |i| {
+                calls.fetch_add(1, Ordering::Relaxed);
+                i.to_string()
+            });
+            let expected: Vec<String> = (7..7 + len).map(|i| i.to_string()).collect();
+            assert_eq!(v, expected, "{strategy:?}, len {len}");
+            assert_eq!(
+                calls.load(Ordering::Relaxed),
+                len,
+                "{strategy:?}, len {len}"
+            );
+        }
+    }
+}
+
+#[test]
+fn map_collect_needs_neither_default_nor_clone() {
+    struct Token(usize);
+    let tokens = pool(2).map_collect(0..100, Token);
+    assert!(tokens.iter().enumerate().all(|(i, t)| t.0 == i));
+}
+
+fn inputs() -> Vec<(&'static str, Vec<u64>)> {
+    // Above the sequential cut-off (2^15) on both sides of a first split on 4 threads.
+    let n = 70_000;
+    vec![
+        ("empty", vec![]),
+        ("one", vec![42]),
+        ("two", vec![2, 1]),
+        ("random", random_u64s(n, 1)),
+        (
+            "few distinct",
+            random_u64s(n, 2).iter().map(|x| x % 4).collect(),
+        ),
+        ("all equal", vec![7; n]),
+        ("sorted", (0..n as u64).collect()),
+        ("reversed", (0..n as u64).rev().collect()),
+        ("sawtooth", (0..n as u64).map(|i| i % 1000).collect()),
+    ]
+}
+
+#[test]
+fn sorts_sort_every_input_with_every_strategy() {
+    let cases: Vec<_> = inputs()
+        .into_iter()
+        .map(|(name, input)| {
+            let mut expected = input.clone();
+            expected.sort_unstable();
+            (name, input, expected)
+        })
+        .collect();
+    for threads in [1, 2, 4] {
+        let pool = pool(threads);
+        for strategy in all_strategies() {
+            for (name, input, expected) in &cases {
+                let mut v = input.clone();
+                pool.sort_unstable_by_with(&strategy, &mut v, u64::cmp);
+                assert!(&v == expected, "{threads} threads, {strategy:?}, {name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn sort_variants_agree() {
+    let pool = pool(2);
+    let input = random_u64s(150_000, 3);
+    let mut expected = input.clone();
+    expected.sort_unstable_by_key(|x| x % 1_000_003);
+    let mut by_key = input.clone();
+    pool.sort_unstable_by_key(&mut by_key, |x| x % 1_000_003);
+    assert!(
+        by_key
+            .iter()
+            .map(|x| x % 1_000_003)
+            .eq(expected.iter().map(|x| x % 1_000_003))
+    );
+    let mut plain = input.clone();
+    pool.sort_unstable(&mut plain);
+    let mut reverse = input;
+    pool.sort_unstable_by(&mut reverse, |a, b| b.cmp(a));
+    reverse.reverse();
+    assert!(plain == reverse && plain.windows(2).all(|w| w[0] <= w[1]));
+}
+
+#[test]
+fn sort_moves_owned_elements_without_losing_or_duplicating_any() {
+    let pool = pool(2);
+    let input: Vec<String> = random_u64s(100_000, 4)
+        .iter()
+        .map(|x| (x % 5000).to_string())
+        .collect();
+    let mut expected = input.clone();
+    expected.sort_unstable();
+    let mut v = input;
+    pool.sort_unstable(&mut v);
+    assert!(v == expected);
+}
+
+fn message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn panics_propagate_from_every_algorithm() {
+    let pool = pool(2);
+    for strategy in all_strategies() {
+        let mut v = vec![0usize; 10_000];
+        let caught =
+            |result: Result<(), Box<dyn std::any::Any + Send>>| message(result.unwrap_err());
+        let r = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.for_each_mut_with(&strategy, &mut v, |x| {
+                if *x == 0 {
+                    panic!("for_each_mut");
+                }
+            })
+        }));
+        assert_eq!(caught(r), "for_each_mut", "{strategy:?}");
+        let r = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.for_each_indexed_mut_with(&strategy, &mut v, |i, _| {
+                assert!(i != 4321, "indexed");
+            })
+        }));
+        assert_eq!(caught(r), "indexed", "{strategy:?}");
+        let r = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.par_chunks_mut_with(&strategy, &mut v, 64, |k, _| assert!(k != 100, "chunks"))
+        }));
+        assert_eq!(caught(r), "chunks", "{strategy:?}");
+        let r = panic::catch_unwind(AssertUnwindSafe(|| {
+            let _: Vec<String> = pool.map_collect_with(&strategy, 0..10_000, |i| {
+                assert!(i != 9999, "collect");
+                i.to_string()
+            });
+        }));
+        assert_eq!(caught(r), "collect", "{strategy:?}");
+
+        let input: Vec<String> = random_u64s(40_000, 5).iter().map(u64::to_string).collect();
+        let mut strings = input.clone();
+        let compared = AtomicUsize::new(0);
+        let r = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.sort_unstable_by_with(&strategy, &mut strings, |a, b| {
+                assert!(compared.fetch_add(1, Ordering::Relaxed) != 60_000, "sort");
+                a.cmp(b)
+            })
+        }));
+        assert_eq!(caught(r), "sort", "{strategy:?}");
+        // Still a permutation of the input: nothing lost, nothing duplicated.
+        let (mut left, mut right) = (input, strings);
+        left.sort_unstable();
+        right.sort_unstable();
+        assert!(
+            left == right,
+            "{strategy:?}: a panicking sort lost or duplicated elements"
+        );
+
+        // The pool is still usable.
+        let mut ok = vec![1u8; 100];
+        pool.for_each_mut_with(&strategy, &mut ok, |x| *x = 2);
+        assert!(ok.iter().all(|&x| x == 2));
+    }
+}
+
+#[test]
+fn free_functions_use_the_global_pool_and_nest() {
+    let mut rows = vec![vec![0u32; 100]; 50];
+    parbench_scheduler::for_each_indexed_mut(&mut rows, |i, row| {
+        parbench_scheduler::for_each_indexed_mut(row, |j, x| *x = (i * 100 + j) as u32);
+    });
+    let flat: Vec<u32> = rows.concat();
+    assert_eq!(flat, (0..5000).collect::<Vec<u32>>());
+    let mut v = random_u64s(70_000, 6);
+    parbench_scheduler::sort_unstable(&mut v);
+    assert!(v.windows(2).all(|w| w[0] <= w[1]));
+}
