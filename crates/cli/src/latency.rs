@@ -24,15 +24,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use clap::{ArgGroup, Args};
 use parbench_kernels::latency::{
     run_curve, Bounds, CpuLayout, Curve, CurveConfig, KernelService, LatencyError, MonotonicClock,
-    Placement, PlacementPlan, PointResult, Service, DEFAULT_SATURATION_FACTOR,
+    Placement, PlacementPlan, PointResult, QpsScaledRequests, Service, DEFAULT_SATURATION_FACTOR,
 };
 use parbench_kernels::{find_kernel, Kernel, Params};
+use parbench_mapper::perf::{Profile, Quantity};
 use plotters::prelude::*;
 
 use crate::args::{parse_positive, KernelParamArgs};
 use crate::error::CliError;
 use crate::export::ExportFormat;
 use crate::results::{Cell, Metadata, MetricSeries, Report};
+use crate::under_load::CounterSet;
 
 /// Label names of a latency report's cells, in table order.
 pub const LABELS: [&str; 7] = [
@@ -90,6 +92,15 @@ pub struct LatencyArgs {
     /// A load stops (saturated) after this many seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = Bounds::default().max_duration.as_secs_f64(), value_parser = parse_seconds)]
     pub max_duration: f64,
+    /// Scale the requests with the load as TailBench does — warm-up = 4·F·QPS requests,
+    /// measurement = 3 × warm-up (F = 1 is the study's setting: 16 s of arrivals per load) —
+    /// instead of `--requests`/`--warmup`.
+    #[arg(long, value_name = "F", value_parser = parse_seconds, conflicts_with_all = ["requests", "warmup"])]
+    pub scale_with_qps: Option<f64>,
+    /// Record per-worker perf counters during each load's measured requests (software events
+    /// always; hardware events where a PMU exists, otherwise listed as unavailable).
+    #[arg(long)]
+    pub counters: bool,
     /// Do not pin the workers and the generator to CPUs.
     #[arg(long)]
     pub no_pin: bool,
@@ -320,6 +331,108 @@ fn latency_error(error: LatencyError) -> CliError {
     }
 }
 
+/// Everything one latency measurement needs, resolved and checked: shared by `latency` and
+/// `reproduce tail-latency`.
+#[derive(Debug)]
+pub struct LatencySetup {
+    /// The kernel serving each request.
+    pub kernel: &'static dyn Kernel,
+    /// Its parameters.
+    pub params: Params,
+    /// Loads, request counts, seed, bounds.
+    pub config: CurveConfig,
+    /// One plan per placement, in measuring order.
+    pub plans: Vec<PlacementPlan>,
+    /// Pin workers and generator.
+    pub pin: bool,
+    /// Record per-worker counters under load ([`crate::under_load`]).
+    pub counters: bool,
+}
+
+/// One placement's curve and, per measured load (same order as `curve.points`), the counters its
+/// workers recorded during the measured requests (`None` without `counters`).
+#[derive(Debug, Clone)]
+pub struct MeasuredCurve {
+    /// The latency curve.
+    pub curve: Curve,
+    /// Counters under load per point.
+    pub counters: Vec<Option<Profile>>,
+}
+
+/// The placements of `text` (e.g. `single,cores,smt`) on this machine, with notes for the user
+/// (placements skipped because the machine cannot host them, a missing topology).
+///
+/// # Errors
+/// [`CliError::Usage`] for a placement that does not parse or needs CPUs the machine lacks.
+pub fn this_machine_plans(text: &str) -> Result<(Vec<PlacementPlan>, Vec<String>), CliError> {
+    let (layout, layout_note) = this_machine();
+    let mut notes: Vec<String> = layout_note.into_iter().collect();
+    let plans = plans(text, &layout, &mut notes)?;
+    Ok((plans, notes))
+}
+
+/// One placement's worker services and the counters they record into.
+type PlacementServices = (Vec<Box<dyn Service>>, Option<CounterSet>);
+
+/// Measures every placement of `setup` in turn; `on_point` sees each load as it completes (with
+/// its counters and the curves finished so far).
+///
+/// # Errors
+/// [`CliError`] for a kernel that cannot be prepared (checked for every worker before anything is
+/// measured) or a failing load point.
+pub fn measure_curves(
+    setup: &LatencySetup,
+    mut on_point: impl FnMut(&PlacementPlan, &PointResult, Option<&Profile>, &[MeasuredCurve]),
+) -> Result<Vec<MeasuredCurve>, CliError> {
+    setup.config.validate().map_err(latency_error)?;
+    // Preparing also validates the parameters: a bad one fails here, before any measuring.
+    let mut services: Vec<PlacementServices> = Vec::new();
+    for plan in &setup.plans {
+        let counters = setup
+            .counters
+            .then(|| CounterSet::for_this_machine(plan.worker_cpus.len()));
+        let mut workers: Vec<Box<dyn Service>> = Vec::new();
+        for worker in 0..plan.worker_cpus.len() {
+            let service: Box<dyn Service> =
+                Box::new(KernelService::new(setup.kernel.prepare(&setup.params, 1)?));
+            workers.push(match &counters {
+                Some(set) => set.wrap(worker, service),
+                None => service,
+            });
+        }
+        services.push((workers, counters));
+    }
+    let mut done: Vec<MeasuredCurve> = Vec::new();
+    for (plan, (workers, counters)) in setup.plans.iter().zip(&mut services) {
+        let mut recorded = Vec::new();
+        let curve = run_curve(
+            &MonotonicClock::new(),
+            &setup.config,
+            plan,
+            workers,
+            setup.pin,
+            |point| {
+                let profile = counters.as_ref().and_then(|set| {
+                    set.take_point(&format!(
+                        "{} {} {} QPS",
+                        setup.kernel.name(),
+                        plan.name,
+                        point.offered_qps
+                    ))
+                });
+                on_point(plan, point, profile.as_ref(), &done);
+                recorded.push(profile);
+            },
+        )
+        .map_err(latency_error)?;
+        done.push(MeasuredCurve {
+            curve,
+            counters: recorded,
+        });
+    }
+    Ok(done)
+}
+
 /// Runs `parbench-cli latency`.
 ///
 /// # Errors
@@ -328,6 +441,11 @@ fn latency_error(error: LatencyError) -> CliError {
 pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
     let kernel = service_kernel(&args.service)?;
     let params = service_params(kernel, &args.params)?;
+    let per_qps = args
+        .scale_with_qps
+        .map(|factor| QpsScaledRequests::TAILBENCH.scaled_down(factor))
+        .transpose()
+        .map_err(latency_error)?;
     let config = CurveConfig {
         qps: args.loads(),
         requests: args.requests,
@@ -338,66 +456,58 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
             max_duration: Duration::from_secs_f64(args.max_duration),
         },
         saturation_factor: args.saturation_factor,
+        per_qps,
     };
     config.validate().map_err(latency_error)?;
-    let (layout, layout_note) = this_machine();
-    let mut notes: Vec<String> = layout_note.into_iter().collect();
-    let plans = plans(&args.placement, &layout, &mut notes)?;
+    let (plans, notes) = this_machine_plans(&args.placement)?;
     let output = output_file(args)?;
-    let pin = !args.no_pin;
-    // Preparing also validates the parameters: a bad one fails here, before any measuring.
-    let mut services: Vec<Vec<Box<dyn Service>>> = Vec::new();
-    for plan in &plans {
-        let mut workers: Vec<Box<dyn Service>> = Vec::new();
-        for _ in &plan.worker_cpus {
-            workers.push(Box::new(KernelService::new(kernel.prepare(&params, 1)?)));
-        }
-        services.push(workers);
-    }
+    let setup = LatencySetup {
+        kernel,
+        params,
+        config,
+        plans,
+        pin: !args.no_pin,
+        counters: args.counters,
+    };
     for note in &notes {
         eprintln!("{note}");
     }
     let mut report = Report::new("latency", &LABELS);
-    report.metadata = metadata(kernel, &params, &config, pin);
-    let mut curves = Vec::new();
-    for (plan, workers) in plans.iter().zip(&mut services) {
-        let description = describe_plan(plan, pin);
-        if !args.quiet {
-            eprintln!("{description}");
-        }
+    report.metadata = metadata(kernel, &setup.params, &setup.config, setup.pin);
+    for plan in &setup.plans {
         // The figure and the numbers mean something different when the generator shared CPUs.
-        report
-            .metadata
-            .settings
-            .insert(format!("placement.{}", plan.name), description);
-        let on_point = |point: &PointResult| {
-            if !args.quiet {
-                eprintln!("  {}", describe_point(point));
-            }
-            report
-                .cells
-                .push(point_cell(kernel.name(), &plan.name, point));
-            if let Some((path, format)) = &output {
-                // A failed write shows at the final write; the measurement goes on meanwhile.
-                let _ = write_file(path, &render(*format, &report, &curves));
-            }
-        };
-        let curve = run_curve(
-            &MonotonicClock::new(),
-            &config,
-            plan,
-            workers,
-            pin,
-            on_point,
-        )
-        .map_err(latency_error)?;
         report.metadata.settings.insert(
-            format!("saturation_qps.{}", curve.placement),
-            curve
+            format!("placement.{}", plan.name),
+            describe_plan(plan, setup.pin),
+        );
+    }
+    let mut current: Option<String> = None;
+    let curves = measure_curves(&setup, |plan, point, counters, done| {
+        if !args.quiet && current.as_deref() != Some(plan.name.as_str()) {
+            eprintln!("{}", describe_plan(plan, setup.pin));
+            current = Some(plan.name.clone());
+        }
+        if !args.quiet {
+            eprintln!("  {}", describe_point(point));
+        }
+        let mut cell = point_cell(kernel.name(), &plan.name, point);
+        if let Some(profile) = counters {
+            cell.metrics.extend(counter_series(profile));
+        }
+        report.cells.push(cell);
+        if let Some((path, format)) = &output {
+            // A failed write shows at the final write; the measurement goes on meanwhile.
+            let _ = write_file(path, &render(*format, &report, done));
+        }
+    })?;
+    for measured in &curves {
+        report.metadata.settings.insert(
+            format!("saturation_qps.{}", measured.curve.placement),
+            measured
+                .curve
                 .saturation_qps
                 .map_or_else(|| "none".to_owned(), |qps| qps.to_string()),
         );
-        curves.push(curve);
     }
     let stdout_format = match output {
         Some((ref path, format)) => {
@@ -408,7 +518,8 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
     };
     if let Some(path) = &args.plot {
         if !curves.is_empty() {
-            write_file(path, render_plot(&curves, kernel.name())?.as_bytes())?;
+            let plain: Vec<Curve> = curves.iter().map(|m| m.curve.clone()).collect();
+            write_file(path, render_plot(&plain, kernel.name())?.as_bytes())?;
         }
     }
     let text = render(stdout_format, &report, &curves);
@@ -420,6 +531,28 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
         }),
         _ => Ok(()),
     }
+}
+
+/// Every counted quantity of every worker as a one-value metric series
+/// (`counter.worker0.task-clock ns`), so JSON and CSV keep the counters under load.
+fn counter_series(profile: &Profile) -> Vec<MetricSeries> {
+    profile
+        .threads
+        .iter()
+        .flat_map(|thread| {
+            let totals = profile.thread_totals(thread.thread).unwrap_or_default();
+            totals
+                .into_iter()
+                .filter_map(|(quantity, value)| {
+                    Some(MetricSeries {
+                        name: format!("counter.worker{}.{}", thread.thread, quantity.name()),
+                        unit: String::new(),
+                        values: vec![value?],
+                    })
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 fn output_file(args: &LatencyArgs) -> Result<Option<(PathBuf, ExportFormat)>, CliError> {
@@ -463,6 +596,18 @@ fn metadata(kernel: &dyn Kernel, params: &Params, config: &CurveConfig, pin: boo
             config.bounds.max_duration.as_secs_f64().to_string(),
         ),
         ("pin", pin.to_string()),
+        (
+            "requests_per_qps",
+            config.per_qps.map_or_else(
+                || "fixed".to_owned(),
+                |scaled| {
+                    format!(
+                        "warm-up = {} s x QPS, measured = {} x warm-up",
+                        scaled.warmup_seconds, scaled.measured_per_warmup
+                    )
+                },
+            ),
+        ),
     ];
     for (name, value) in numbers {
         settings.insert(name.to_owned(), value);
@@ -568,7 +713,7 @@ fn millis(ns: f64) -> String {
 }
 
 /// `report` in `format`: the per-placement tables for people, the sweep exporters for programs.
-fn render(format: ExportFormat, report: &Report, curves: &[Curve]) -> Vec<u8> {
+fn render(format: ExportFormat, report: &Report, curves: &[MeasuredCurve]) -> Vec<u8> {
     let mut out = Vec::new();
     // Writing into a Vec cannot fail.
     let _ = match format {
@@ -584,8 +729,9 @@ const TABLE_HEADER: [&str; 9] = [
     "QPS", "achieved", "p50 ms", "p95 ms", "p99 ms", "max ms", "requests", "dropped", "state",
 ];
 
-fn write_tables(out: &mut dyn Write, curves: &[Curve], markdown: bool) -> io::Result<()> {
-    for (index, curve) in curves.iter().enumerate() {
+fn write_tables(out: &mut dyn Write, curves: &[MeasuredCurve], markdown: bool) -> io::Result<()> {
+    for (index, measured) in curves.iter().enumerate() {
+        let curve = &measured.curve;
         if index > 0 {
             writeln!(out)?;
         }
@@ -602,8 +748,56 @@ fn write_tables(out: &mut dyn Write, curves: &[Curve], markdown: bool) -> io::Re
             None => "saturation: not reached".to_owned(),
         };
         writeln!(out, "{}{saturation}", if markdown { "\n" } else { "" })?;
+        let lines = counter_lines(measured);
+        if !lines.is_empty() {
+            writeln!(out)?;
+            for line in lines {
+                writeln!(out, "{}{line}", if markdown { "    " } else { "" })?;
+            }
+        }
     }
     Ok(())
+}
+
+/// The counters each worker recorded under load, one line per load and worker, then what was
+/// unavailable; nothing when no counters were recorded.
+pub fn counter_lines(measured: &MeasuredCurve) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut unavailable: Option<&[parbench_mapper::perf::UnavailableEvent]> = None;
+    for (point, profile) in measured.curve.points.iter().zip(&measured.counters) {
+        let Some(profile) = profile else { continue };
+        if lines.is_empty() {
+            lines.push("counters under load (measured requests only, per worker):".to_owned());
+        }
+        for thread in &profile.threads {
+            let totals = profile.thread_totals(thread.thread).unwrap_or_default();
+            let get = |quantity| totals.get(&quantity).copied().flatten();
+            let show = |value: Option<f64>, scale: f64| {
+                value.map_or_else(|| "n/a".to_owned(), |v| format!("{:.1}", v / scale))
+            };
+            let metrics = profile.thread_metrics(thread.thread);
+            lines.push(format!(
+                "  {:>8} QPS worker {}: task-clock {} ms, context switches {}, migrations {} | {}",
+                point.offered_qps,
+                thread.thread,
+                show(get(Quantity::TaskClockNs), 1e6),
+                show(get(Quantity::ContextSwitches), 1.0),
+                show(get(Quantity::CpuMigrations), 1.0),
+                metrics.map_or_else(String::new, |m| m.to_string()),
+            ));
+        }
+        unavailable = Some(&profile.unavailable);
+    }
+    if let Some(missing) = unavailable.filter(|missing| !missing.is_empty()) {
+        let names: Vec<&str> = missing.iter().map(|u| u.event.as_str()).collect();
+        lines.push(format!(
+            "  unavailable here ({}): {}; first reason: {}",
+            names.len(),
+            names.join(", "),
+            missing[0].reason
+        ));
+    }
+    lines
 }
 
 fn table_row(point: &PointResult) -> Vec<String> {
@@ -799,6 +993,10 @@ mod tests {
             placement: "single".into(),
             saturation_qps: parbench_kernels::latency::saturation_qps(&points, 5.0),
             points,
+        };
+        let curve = MeasuredCurve {
+            curve,
+            counters: vec![None, None],
         };
         let text = String::from_utf8(render(
             ExportFormat::Table,

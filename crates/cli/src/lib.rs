@@ -30,3 +30,4 @@ pub mod results;
 pub mod stats;
 pub mod sweep;
 pub mod topology;
+pub mod under_load;

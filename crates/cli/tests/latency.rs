@@ -183,3 +183,58 @@ fn csv_on_stdout_has_a_row_per_load_with_every_sample() {
         }
     }
 }
+
+#[test]
+fn counters_under_load_and_qps_scaled_requests() {
+    // 20 ms of warm-up arrivals: 4 + 12 requests at 200 QPS, 8 + 24 at 400 QPS.
+    let out = latency(&[
+        "--service",
+        "matmul",
+        "--n",
+        "8",
+        "--qps",
+        "200,400",
+        "--placement",
+        "single",
+        "--scale-with-qps",
+        "0.005",
+        "--counters",
+        "--quiet",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: Report = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let counts: Vec<usize> = report.cells.iter().map(|c| c.samples_s.len()).collect();
+    assert_eq!(counts, [12, 24]);
+    for cell in &report.cells {
+        let task_clock = cell
+            .metrics
+            .iter()
+            .find(|m| m.name == "counter.worker0.task-clock ns")
+            .expect("task clock counted under load");
+        assert!(task_clock.values[0] > 0.0);
+    }
+    let table = tiny(&["--placement", "single", "--counters"]);
+    assert!(table.status.success(), "{}", text(&table.stderr));
+    let stdout = text(&table.stdout);
+    assert!(stdout.contains("counters under load"), "{stdout}");
+    assert!(stdout.contains("QPS worker 0: task-clock"), "{stdout}");
+    let both = latency(&[
+        "--service",
+        "matmul",
+        "--qps",
+        "100",
+        "--requests",
+        "5",
+        "--scale-with-qps",
+        "1",
+    ]);
+    assert_eq!(both.status.code(), Some(2));
+    assert_eq!(
+        text(&both.stderr).lines().count(),
+        1,
+        "{}",
+        text(&both.stderr)
+    );
+}

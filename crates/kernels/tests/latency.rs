@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use parbench_kernels::latency::{
     run_curve, saturation_qps, Bounds, CpuLayout, Curve, CurveConfig, KernelService, LatencyError,
-    MonotonicClock, Placement, PlacementPlan, PointResult, Service,
+    MonotonicClock, Placement, PlacementPlan, PointResult, QpsScaledRequests, Service,
 };
 use parbench_kernels::{find_kernel, Params};
 
@@ -76,6 +76,34 @@ fn every_measured_request_is_accounted_for_with_consistent_times() {
         assert!(sojourn.p99_ns <= sojourn.max_ns);
         assert!(point.achieved_qps > 0.0);
     }
+}
+
+#[test]
+fn qps_scaled_request_counts_grow_with_the_load() {
+    let plan = Placement::Single
+        .plan(&CpuLayout::one_thread_per_core(&[0]))
+        .unwrap();
+    let mut services = matmul_services(1);
+    // 10 ms of warm-up arrivals, 3 × as many measured: 5 + 15 at 500 QPS, 10 + 30 at 1000.
+    let per_qps = QpsScaledRequests {
+        warmup_seconds: 0.01,
+        measured_per_warmup: 3,
+    };
+    let config = CurveConfig {
+        qps: vec![500.0, 1000.0],
+        per_qps: Some(per_qps),
+        ..CurveConfig::default()
+    };
+    let curve = measure(&config, &plan, &mut services, |_| {}).unwrap();
+    for point in &curve.points {
+        let (warmup, measured) = per_qps.counts(point.offered_qps);
+        assert_eq!((warmup, measured), config.counts_at(point.offered_qps));
+        if !point.saturated() {
+            assert_eq!(point.samples.len(), measured);
+            assert_eq!(point.samples[0].index, warmup, "warm-up left out");
+        }
+    }
+    assert_eq!(per_qps.counts(1000.0), (10, 30));
 }
 
 #[test]

@@ -84,6 +84,66 @@ pub struct CurveConfig {
     pub bounds: Bounds,
     /// The `k` of the saturation rule.
     pub saturation_factor: f64,
+    /// When set, the warm-up and measured request counts of each load follow its QPS
+    /// (TailBench's rule, [`QpsScaledRequests`]) instead of `warmup` and `requests`.
+    pub per_qps: Option<QpsScaledRequests>,
+}
+
+/// TailBench's request counts, which grow with the offered load so that every load point covers
+/// the same *time*: warm-up = `warmup_seconds × QPS` requests (rounded up, at least 1) and
+/// measurement = `measured_per_warmup ×` warm-up requests. The tail-latency study used
+/// [`QpsScaledRequests::TAILBENCH`] (warm-up = 4·QPS, measurement = 3 × warm-up, so 16 s of
+/// arrivals per load); [`scaled_down`](QpsScaledRequests::scaled_down) keeps the ratio and shrinks
+/// the time.
+///
+/// ```
+/// use parbench_kernels::latency::QpsScaledRequests;
+/// assert_eq!(QpsScaledRequests::TAILBENCH.counts(500.0), (2000, 6000));
+/// let quick = QpsScaledRequests::TAILBENCH.scaled_down(0.05)?;
+/// assert_eq!(quick.counts(500.0), (100, 300));
+/// assert_eq!(quick.counts(1.0), (1, 3)); // never zero requests
+/// # Ok::<(), parbench_kernels::latency::LatencyError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QpsScaledRequests {
+    /// Seconds of arrivals in the warm-up (TailBench: 4).
+    pub warmup_seconds: f64,
+    /// Measured requests per warm-up request (TailBench: 3).
+    pub measured_per_warmup: usize,
+}
+
+impl QpsScaledRequests {
+    /// The study's setting: warm-up = 4·QPS requests, measurement = 3 × warm-up.
+    pub const TAILBENCH: QpsScaledRequests = QpsScaledRequests {
+        warmup_seconds: 4.0,
+        measured_per_warmup: 3,
+    };
+
+    /// The same ratio with `factor ×` the time (e.g. 0.05: 0.2 s warm-up, 0.6 s measured).
+    ///
+    /// # Errors
+    /// [`LatencyError::BadConfig`] unless `0 < factor` and finite.
+    pub fn scaled_down(self, factor: f64) -> Result<QpsScaledRequests, LatencyError> {
+        if !(factor.is_finite() && factor > 0.0) {
+            return Err(LatencyError::BadConfig(format!(
+                "the request scale must be a positive number, got {factor}"
+            )));
+        }
+        Ok(QpsScaledRequests {
+            warmup_seconds: self.warmup_seconds * factor,
+            ..self
+        })
+    }
+
+    /// `(warm-up, measured)` requests at `qps`.
+    pub fn counts(&self, qps: f64) -> (usize, usize) {
+        // A float-to-int `as` saturates, so an absurd product cannot wrap.
+        let warmup = ((self.warmup_seconds * qps).ceil() as usize).max(1);
+        (
+            warmup,
+            warmup.saturating_mul(self.measured_per_warmup.max(1)),
+        )
+    }
 }
 
 impl Default for CurveConfig {
@@ -95,11 +155,29 @@ impl Default for CurveConfig {
             seed: 1,
             bounds: Bounds::default(),
             saturation_factor: DEFAULT_SATURATION_FACTOR,
+            per_qps: None,
         }
     }
 }
 
 impl CurveConfig {
+    /// `(warm-up, measured)` requests at `qps`: from [`per_qps`](Self::per_qps) when set,
+    /// otherwise `warmup` and `requests` whatever the load.
+    ///
+    /// ```
+    /// use parbench_kernels::latency::{CurveConfig, QpsScaledRequests};
+    /// let fixed = CurveConfig { warmup: 10, requests: 50, ..Default::default() };
+    /// assert_eq!(fixed.counts_at(1000.0), (10, 50));
+    /// let scaled = CurveConfig { per_qps: Some(QpsScaledRequests::TAILBENCH), ..fixed };
+    /// assert_eq!(scaled.counts_at(1000.0), (4000, 12000));
+    /// ```
+    pub fn counts_at(&self, qps: f64) -> (usize, usize) {
+        match self.per_qps {
+            Some(scaled) => scaled.counts(qps),
+            None => (self.warmup, self.requests),
+        }
+    }
+
     /// Checks what a user can get wrong.
     ///
     /// # Errors
@@ -112,6 +190,17 @@ impl CurveConfig {
         }
         if let Some(qps) = self.qps.iter().find(|q| !(q.is_finite() && **q > 0.0)) {
             return bad(format!("QPS must be a positive number, got {qps}"));
+        }
+        if let Some(scaled) = self.per_qps {
+            if !(scaled.warmup_seconds.is_finite() && scaled.warmup_seconds > 0.0) {
+                return bad(format!(
+                    "the warm-up must last a positive time, got {} s",
+                    scaled.warmup_seconds
+                ));
+            }
+            if scaled.measured_per_warmup == 0 {
+                return bad("measured requests per warm-up request must be at least 1".into());
+            }
         }
         if self.requests == 0 {
             return bad("requests must be at least 1".into());
@@ -169,12 +258,13 @@ pub fn run_curve<C: Clock>(
     loads.dedup();
     let mut points = Vec::new();
     for qps in loads {
-        let arrivals = exponential_arrivals(qps, config.warmup + config.requests, config.seed);
+        let (warmup, requests) = config.counts_at(qps);
+        let arrivals = exponential_arrivals(qps, warmup.saturating_add(requests), config.seed);
         let point = LoadPoint {
             clock,
             offered_qps: qps,
             arrivals_ns: &arrivals,
-            warmup: config.warmup,
+            warmup,
             bounds: config.bounds,
         };
         let result = run_point(&point, services, plan, pin)?;

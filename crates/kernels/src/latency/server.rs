@@ -47,6 +47,17 @@ pub trait Service: Send {
     /// # Errors
     /// Whatever makes the request fail; the load point stops with that error.
     fn serve(&mut self) -> Result<(), LatencyError>;
+
+    /// Called on the worker thread, once per load point, just before this worker serves its first
+    /// measured (non-warm-up) request. A service that counts what happens *under load* — e.g.
+    /// per-thread perf counters, which observe only the thread that opened them — starts here.
+    /// The default does nothing.
+    fn measurement_starts(&mut self) {}
+
+    /// Called on the worker thread when it has served its last request of a load point (the
+    /// schedule ran out, or the point stopped at a bound). Not called when the point fails.
+    /// The default does nothing.
+    fn point_ends(&mut self) {}
 }
 
 /// A kernel as a service: each request is one run of a prepared kernel on the `seq` executor, so a
@@ -486,10 +497,15 @@ fn serve<C: Clock>(
 ) -> Result<Vec<RequestSample>, LatencyError> {
     let deadline_ns = origin_ns.saturating_add(duration_ns(point.bounds.max_duration));
     let mut samples = Vec::new();
+    let mut measuring = false;
     while let Some(request) = queue.next() {
         // Returns at once with a real clock (the generator enqueues only due requests); a
         // simulated clock moves this worker's time to the arrival here.
         point.clock.wait_until_ns(request.scheduled_ns);
+        if !measuring && request.index >= point.warmup {
+            measuring = true;
+            service.measurement_starts();
+        }
         let start_ns = point.clock.now_ns();
         service.serve()?;
         let end_ns = point.clock.now_ns();
@@ -503,6 +519,7 @@ fn serve<C: Clock>(
             queue.stop(StopReason::Duration);
         }
     }
+    service.point_ends();
     Ok(samples)
 }
 
@@ -698,6 +715,71 @@ mod tests {
         }));
         let payload = outcome.unwrap_err();
         assert_eq!(payload.downcast_ref::<&str>(), Some(&"service bug"));
+    }
+
+    #[test]
+    fn measurement_hooks_bracket_the_measured_requests_on_the_worker_thread() {
+        type Log = std::sync::Arc<Mutex<Vec<(&'static str, usize, std::thread::ThreadId)>>>;
+        /// Logs, per hook and request, the thread it ran on and how many requests it had
+        /// served by then.
+        struct Recording {
+            served: usize,
+            log: Log,
+        }
+        impl Recording {
+            fn note(&self, what: &'static str) {
+                self.log
+                    .lock()
+                    .unwrap()
+                    .push((what, self.served, std::thread::current().id()));
+            }
+        }
+        impl Service for Recording {
+            fn serve(&mut self) -> Result<(), LatencyError> {
+                self.served += 1;
+                self.note("serve");
+                Ok(())
+            }
+            fn measurement_starts(&mut self) {
+                self.note("start");
+            }
+            fn point_ends(&mut self) {
+                self.note("end");
+            }
+        }
+        SIMULATED_NOW_NS.set(0);
+        let arrivals = one_per_microsecond(5);
+        let point = LoadPoint {
+            clock: &ThreadTimeline,
+            offered_qps: 1.0,
+            arrivals_ns: &arrivals,
+            warmup: 2,
+            bounds: Bounds::default(),
+        };
+        let log = Log::default();
+        let mut services: Vec<Box<dyn Service>> = vec![Box::new(Recording {
+            served: 0,
+            log: log.clone(),
+        })];
+        run_point(&point, &mut services, &one_worker(), false).unwrap();
+        let events = log.lock().unwrap().clone();
+        let kinds: Vec<(&str, usize)> = events.iter().map(|e| (e.0, e.1)).collect();
+        // Two warm-up requests, then the hook, then three measured ones, then the end hook.
+        assert_eq!(
+            kinds,
+            [
+                ("serve", 1),
+                ("serve", 2),
+                ("start", 2),
+                ("serve", 3),
+                ("serve", 4),
+                ("serve", 5),
+                ("end", 5)
+            ]
+        );
+        let worker = events[0].2;
+        assert_ne!(worker, std::thread::current().id());
+        assert!(events.iter().all(|e| e.2 == worker));
     }
 
     #[test]

@@ -72,7 +72,8 @@ pub struct EventCounter {
 }
 
 impl EventCounter {
-    /// Opens `spec` for the calling thread (user-space only, as perf-event defaults to).
+    /// Opens `spec` for the calling thread: user space only (perf-event's default) for hardware
+    /// events; software events also count in the kernel where the kernel permits it.
     ///
     /// # Errors
     /// [`ProfileError::Unsupported`] when the kernel has no such event here (`ENOENT`,
@@ -89,7 +90,24 @@ impl EventCounter {
     /// }
     /// ```
     pub fn open_on_current_thread(spec: &EventSpec) -> Result<EventCounter, ProfileError> {
-        let builder = match spec.source {
+        let counter = match spec.source {
+            // Context switches and migrations happen in the kernel: a user-only software counter
+            // (perf-event's default) never sees them. Count kernel time where the kernel allows
+            // it (root, or perf_event_paranoid <= 1) and fall back to user-only otherwise.
+            EventSource::Software(_) => Self::builder(spec, true)
+                .build()
+                .or_else(|_| Self::builder(spec, false).build()),
+            _ => Self::builder(spec, false).build(),
+        }
+        .map_err(|error| ProfileError::from_open(spec.name, error))?;
+        Ok(EventCounter {
+            spec: *spec,
+            counter,
+        })
+    }
+
+    fn builder(spec: &EventSpec, include_kernel: bool) -> Builder<'static> {
+        let mut builder = match spec.source {
             EventSource::Software(software) => Builder::new().kind(software),
             EventSource::Hardware(hardware) => Builder::new().kind(hardware),
             EventSource::CacheRead { cache, result } => Builder::new().kind(Cache {
@@ -104,13 +122,10 @@ impl EventCounter {
                 builder
             }
         };
-        let counter = builder
-            .build()
-            .map_err(|error| ProfileError::from_open(spec.name, error))?;
-        Ok(EventCounter {
-            spec: *spec,
-            counter,
-        })
+        if include_kernel {
+            builder.include_kernel();
+        }
+        builder
     }
 
     /// The event this counter counts.

@@ -15,6 +15,7 @@ pub mod counter;
 pub mod events;
 pub mod metrics;
 pub mod profile;
+pub mod thread_counters;
 mod workload_mix;
 
 use std::io;
@@ -29,6 +30,7 @@ pub use profile::{
     profile_threads, EventRecord, MixSource, Profile, ProfileRequest, ThreadProfile,
     UnavailableEvent,
 };
+pub use thread_counters::{probe_events, ThreadCounters};
 
 /// Errors from counters and profiles.
 ///

@@ -4,7 +4,7 @@
 //! thread, so unavailable events are known (with the kernel's reason) before any workload runs.
 //! Then each of the N threads opens its own counters for the available events — counters
 //! observe only the thread that opened them — enables them, runs `workload(thread_index)`,
-//! disables and reads them. Counts are scaled for multiplexing (see [`Reading::scaled`]).
+//! disables and reads them. Counts are scaled for multiplexing (see [`Reading::scaled`](super::Reading::scaled)).
 //!
 //! The resulting [`Profile`] is plain data: it serialises to JSON
 //! ([`Profile::write_json`]/[`Profile::read_json`]) so a profile taken on a machine with a
@@ -15,11 +15,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::counter::{EventCounter, Reading};
 use super::events::{
     event_table, int_class_is_derived, CpuFamily, EventSpec, Quantity, SOFTWARE_EVENTS,
 };
 use super::metrics::{Metrics, QuantityTotals, SMT_FRIENDLY_RULE};
+use super::thread_counters::{probe_events, ThreadCounters};
 use super::ProfileError;
 use crate::mix::{InstrClass, InstructionMix, NamedMix};
 
@@ -208,86 +208,40 @@ where
     if request.threads == 0 {
         return Err(ProfileError::NoThreads);
     }
-    let mut available = Vec::new();
-    let mut unavailable = Vec::new();
-    for spec in &request.events {
-        match EventCounter::open_on_current_thread(spec) {
-            Ok(_probe) => available.push(*spec),
-            Err(error) => unavailable.push(UnavailableEvent {
-                event: spec.name.to_owned(),
-                reason: error.to_string(),
-            }),
-        }
-    }
+    let (available, unavailable) = probe_events(&request.events);
     let workload = &workload;
     let available = &available;
-    let per_thread: Vec<Result<Vec<(EventSpec, Reading)>, ProfileError>> =
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..request.threads)
-                .map(|thread| {
-                    scope.spawn(move || count_on_this_thread(available, || workload(thread)))
+    let requested = &request.events;
+    let per_thread: Vec<Result<ThreadProfile, ProfileError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..request.threads)
+            .map(|thread| {
+                scope.spawn(move || {
+                    let mut counters =
+                        ThreadCounters::open_on_current_thread(requested, available)?;
+                    counters.enable()?;
+                    workload(thread);
+                    counters.disable()?;
+                    counters.read(thread)
                 })
-                .collect();
-            handles
-                .into_iter()
-                .enumerate()
-                .map(|(thread, handle)| {
-                    handle
-                        .join()
-                        .unwrap_or(Err(ProfileError::WorkloadPanicked { thread }))
-                })
-                .collect()
-        });
-    let mut threads = Vec::with_capacity(per_thread.len());
-    for (thread, readings) in per_thread.into_iter().enumerate() {
-        let readings = readings?;
-        let events = request
-            .events
-            .iter()
-            .map(|spec| {
-                let reading = readings
-                    .iter()
-                    .find(|(opened, _)| opened == spec)
-                    .map(|(_, r)| *r);
-                EventRecord {
-                    event: spec.name.to_owned(),
-                    quantity: spec.quantity,
-                    count: reading.map(|r| r.count),
-                    time_enabled: reading.map_or(0, |r| r.time_enabled),
-                    time_running: reading.map_or(0, |r| r.time_running),
-                    scaled: reading.and_then(|r| r.scaled()),
-                }
             })
             .collect();
-        threads.push(ThreadProfile { thread, events });
-    }
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(thread, handle)| {
+                handle
+                    .join()
+                    .unwrap_or(Err(ProfileError::WorkloadPanicked { thread }))
+            })
+            .collect()
+    });
+    let threads = per_thread.into_iter().collect::<Result<Vec<_>, _>>()?;
     Ok(Profile {
         workload: request.label.clone(),
         family: request.family,
         threads,
         unavailable,
     })
-}
-
-fn count_on_this_thread(
-    specs: &[EventSpec],
-    run: impl FnOnce(),
-) -> Result<Vec<(EventSpec, Reading)>, ProfileError> {
-    let mut counters = specs
-        .iter()
-        .map(EventCounter::open_on_current_thread)
-        .collect::<Result<Vec<_>, _>>()?;
-    for counter in &mut counters {
-        counter.enable()?;
-    }
-    run();
-    for counter in &mut counters {
-        counter.disable()?;
-    }
-    counters
-        .iter_mut()
-        .map(|counter| Ok((*counter.spec(), counter.read()?)))
-        .collect()
 }
 
 impl Profile {
@@ -542,6 +496,7 @@ impl fmt::Display for Profile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::perf::EventCounter;
 
     fn spin(iterations: u64) {
         let mut x = 1u64;
