@@ -32,6 +32,7 @@ pub mod figure;
 pub mod pending;
 pub mod published;
 pub mod report;
+pub mod scheduler;
 
 use published::PublishedData;
 use report::StudyReport;
@@ -72,7 +73,7 @@ static STUDIES: &[&dyn Study] = &[
     &pending::TAIL_LATENCY,
     &pending::PTHREADS,
     &pending::SMT_MAPPING,
-    &pending::SCHEDULER,
+    &scheduler::SchedulerStudy,
 ];
 
 /// The study named `name`.

@@ -55,12 +55,6 @@ pub static SMT_MAPPING: PendingStudy = PendingStudy {
     published: include_str!("../../data/published/smt-mapping.json"),
 };
 
-/// The tree-distribution scheduler study.
-pub static SCHEDULER: PendingStudy = PendingStudy {
-    name: "scheduler",
-    published: include_str!("../../data/published/scheduler.json"),
-};
-
 /// The INNCABS far-atomics study (until its experiment lands).
 pub static FAR_ATOMICS: PendingStudy = PendingStudy {
     name: "far-atomics",
