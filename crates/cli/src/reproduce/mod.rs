@@ -30,6 +30,7 @@ use crate::sweep::{run_sweep, SweepError, SweepObserver, SweepPlan, LABELS};
 
 pub mod figure;
 pub mod pending;
+pub mod pthreads;
 pub mod published;
 pub mod report;
 pub mod scheduler;
@@ -71,7 +72,7 @@ pub fn studies() -> &'static [&'static dyn Study] {
 static STUDIES: &[&dyn Study] = &[
     &pending::FAR_ATOMICS,
     &pending::TAIL_LATENCY,
-    &pending::PTHREADS,
+    &pthreads::PthreadsStudy,
     &pending::SMT_MAPPING,
     &scheduler::SchedulerStudy,
 ];

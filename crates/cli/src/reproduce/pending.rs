@@ -43,12 +43,6 @@ pub static TAIL_LATENCY: PendingStudy = PendingStudy {
     published: include_str!("../../data/published/tail-latency.json"),
 };
 
-/// The pthreads synchronisation study.
-pub static PTHREADS: PendingStudy = PendingStudy {
-    name: "pthreads",
-    published: include_str!("../../data/published/pthreads.json"),
-};
-
 /// The SMT instruction-aware mapping study.
 pub static SMT_MAPPING: PendingStudy = PendingStudy {
     name: "smt-mapping",
