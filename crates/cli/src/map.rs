@@ -19,8 +19,8 @@ use clap::Args;
 use parbench_kernels::{find_kernel, Kernel, KernelError, Params, PreparedKernel, SeqExecutor};
 use parbench_mapper::perf::{MixSource, Profile};
 use parbench_mapper::{
-    declared_kernel_mixes, map_report, parse_topology_arg, run_scenarios, Algorithm,
-    InstructionMix, NamedMix, Topology, Workload,
+    declared_kernel_mixes, different_unit_partners, map_report, parse_topology_arg,
+    run_scenario_suite, Algorithm, InstructionMix, NamedMix, SuiteOutcome, Topology, Workload,
 };
 
 use crate::args::{parse_count, parse_positive};
@@ -63,13 +63,17 @@ pub struct MapArgs {
     /// Number of random placements the model compares against.
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = parse_count)]
     pub random_samples: usize,
-    /// Also measure scenarios A (alone), B (same-unit siblings), C (different-unit siblings) for
-    /// the first two kernels on a real SMT core of this machine.
+    /// Also measure scenarios A (alone), B (two copies on sibling PUs), C (with a different-unit
+    /// partner on the sibling) for every kernel of --kernels on a real SMT core of this machine,
+    /// reported as time relative to A with the geometric mean over kernels.
     #[arg(long)]
     pub scenarios: bool,
     /// Length of each scenario measurement, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 200, value_parser = parse_positive)]
     pub scenario_ms: usize,
+    /// Repetitions of every kernel's scenarios (interleaved); the median is reported.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_positive)]
+    pub scenario_repetitions: usize,
 }
 
 fn parse_count_u64(text: &str) -> Result<u64, String> {
@@ -239,7 +243,7 @@ pub fn run(args: &MapArgs) -> Result<(), CliError> {
     let (mixes, notes) = kernel_mixes(&kernels, &args.profile)?;
     if args.scenarios && kernels.len() < 2 {
         return Err(CliError::Usage(
-            "--scenarios needs two kernels (the first two of --kernels are co-scheduled)".into(),
+            "--scenarios needs at least two kernels (scenario C pairs each with another)".into(),
         ));
     }
     let threads = args.threads.unwrap_or(topology.pus().len());
@@ -265,26 +269,56 @@ pub fn run(args: &MapArgs) -> Result<(), CliError> {
         Ok(())
     })?;
     if args.scenarios {
-        scenarios(&topology, &kernels[0], &kernels[1], args.scenario_ms)?;
+        let suite = scenario_suite(
+            &topology,
+            &mixes,
+            Duration::from_millis(args.scenario_ms as u64),
+            args.scenario_repetitions,
+        )?;
+        write_stdout(|out| write!(out, "{suite}"))?;
     }
     Ok(())
 }
 
-fn scenarios(topology: &Topology, first: &str, second: &str, ms: usize) -> Result<(), CliError> {
-    let (a, b) = (KernelWorkload::new(first)?, KernelWorkload::new(second)?);
-    let outcome = run_scenarios(
+/// Scenarios A/B/C for every kernel of `kernels` (scenario C with its
+/// [`different_unit_partners`] partner), `repetitions` times each.
+///
+/// # Errors
+/// [`CliError::Kernel`] for a kernel that fails, [`CliError::Scenario`] when pinning fails.
+pub fn scenario_suite(
+    topology: &Topology,
+    kernels: &[NamedMix],
+    window: Duration,
+    repetitions: usize,
+) -> Result<SuiteOutcome, CliError> {
+    let runners = kernels
+        .iter()
+        .map(|kernel| KernelWorkload::new(&kernel.name))
+        .collect::<Result<Vec<_>, _>>()?;
+    let batches: Vec<Box<dyn Fn() -> u64 + Sync + '_>> = runners
+        .iter()
+        .map(|runner| Box::new(move || runner.batch()) as Box<dyn Fn() -> u64 + Sync>)
+        .collect();
+    let workloads: Vec<Workload<'_>> = kernels
+        .iter()
+        .zip(&batches)
+        .map(|(kernel, batch)| Workload {
+            name: kernel.name.clone(),
+            batch: batch.as_ref(),
+        })
+        .collect();
+    let mixes: Vec<InstructionMix> = kernels.iter().map(|k| k.mix).collect();
+    let outcome = run_scenario_suite(
         topology,
-        &Workload {
-            name: first.to_owned(),
-            batch: &|| a.batch(),
-        },
-        &Workload {
-            name: second.to_owned(),
-            batch: &|| b.batch(),
-        },
-        Duration::from_millis(ms as u64),
+        &workloads,
+        &different_unit_partners(&mixes),
+        window,
+        repetitions,
     )?;
-    a.finish()?;
-    b.finish()?;
-    write_stdout(|out| write!(out, "{outcome}"))
+    drop(workloads);
+    drop(batches);
+    for runner in runners {
+        runner.finish()?;
+    }
+    Ok(outcome)
 }

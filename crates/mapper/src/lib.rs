@@ -46,7 +46,8 @@ pub use report::{
     RandomPlacements, ThreadPlacement,
 };
 pub use scenarios::{
-    run_scenarios, ScenarioError, ScenarioOutcome, ScenarioReport, ScenarioRow, Workload,
+    different_unit_partners, run_scenario_suite, run_scenarios, ScenarioError, ScenarioOutcome,
+    ScenarioReport, ScenarioRow, ScenarioSuite, SuiteOutcome, SuiteRow, Workload,
 };
 pub use topology::{
     parse_topology_arg, Binding, Core, NumaNode, Package, Pu, Topology, TopologyError,

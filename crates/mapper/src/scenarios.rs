@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::contention::overlap;
+use crate::mix::InstructionMix;
 use crate::topology::{pin_current_thread, Topology};
 
 /// A named workload: one call runs a batch and returns the operations it did.
@@ -184,6 +186,251 @@ pub fn run_scenarios(
     }))
 }
 
+/// For each workload, the index of its scenario-C partner: the first other workload after it
+/// (cyclically) whose mix overlaps its own least ([`overlap`](crate::overlap)), i.e. one that
+/// stresses different execution units. A single workload has itself as partner.
+///
+/// ```
+/// use parbench_mapper::{different_unit_partners, smt_bench_mixes};
+/// let mixes: Vec<_> = smt_bench_mixes().iter().map(|m| m.mix).collect();
+/// // fp-add fp-mul fp-div int-add int-mul int-div branch load-dep
+/// assert_eq!(different_unit_partners(&mixes), vec![3, 3, 3, 6, 6, 6, 7, 0]);
+/// ```
+pub fn different_unit_partners(mixes: &[InstructionMix]) -> Vec<usize> {
+    let n = mixes.len();
+    (0..n)
+        .map(|i| {
+            (1..n)
+                .map(|step| (i + step) % n)
+                // min_by keeps the first of equal overlaps, i.e. the nearest one after i.
+                .min_by(|&a, &b| {
+                    overlap(&mixes[i], &mixes[a]).total_cmp(&overlap(&mixes[i], &mixes[b]))
+                })
+                .unwrap_or(i)
+        })
+        .collect()
+}
+
+/// One workload's scenario times over all repetitions, as the study reports them: the time the
+/// same work takes relative to scenario A, in percent (A = 100 %; B ≈ 200 % when the siblings
+/// serialise on one unit, C ≈ 100 % when they do not). Measured as throughput, so
+/// percent = 100 × A's ops/s ÷ the scenario's ops/s.
+///
+/// ```
+/// let row = parbench_mapper::SuiteRow {
+///     workload: "fp-add".into(), partner: "int-add".into(),
+///     alone_ops_per_s: vec![1e9], b_percent: vec![190.0], c_percent: vec![101.0],
+/// };
+/// assert_eq!(row.median_b_percent(), Some(190.0));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteRow {
+    /// The workload measured.
+    pub workload: String,
+    /// Its different-unit partner in scenario C.
+    pub partner: String,
+    /// Scenario A throughput per repetition.
+    pub alone_ops_per_s: Vec<f64>,
+    /// Scenario B time relative to A, percent, per repetition.
+    pub b_percent: Vec<f64>,
+    /// Scenario C time relative to A, percent, per repetition.
+    pub c_percent: Vec<f64>,
+}
+
+impl SuiteRow {
+    /// Median of [`b_percent`](Self::b_percent).
+    pub fn median_b_percent(&self) -> Option<f64> {
+        median(&self.b_percent)
+    }
+
+    /// Median of [`c_percent`](Self::c_percent).
+    pub fn median_c_percent(&self) -> Option<f64> {
+        median(&self.c_percent)
+    }
+}
+
+/// Scenarios A/B/C over a list of workloads with repetitions, summarised by the geometric mean
+/// over workloads of each workload's median (the study: 100 / 187.2 / 102.7 % over its 8 kernels).
+///
+/// ```
+/// use parbench_mapper::{ScenarioSuite, SuiteRow};
+/// let row = |b: f64, c: f64| SuiteRow {
+///     workload: "w".into(), partner: "p".into(), alone_ops_per_s: vec![1.0],
+///     b_percent: vec![b], c_percent: vec![c],
+/// };
+/// let suite = ScenarioSuite::new((0, 1), 10, 1, vec![row(100.0, 100.0), row(400.0, 100.0)]);
+/// assert!((suite.geomean_b_percent.unwrap() - 200.0).abs() < 1e-9); // √(100 · 400)
+/// assert!((suite.geomean_c_percent.unwrap() - 100.0).abs() < 1e-9);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioSuite {
+    /// The OS CPU numbers of the two siblings used.
+    pub cpus: (usize, usize),
+    /// Measurement window per run, in milliseconds.
+    pub window_ms: u64,
+    /// Repetitions per workload.
+    pub repetitions: usize,
+    /// One row per workload.
+    pub rows: Vec<SuiteRow>,
+    /// Geometric mean over workloads of the median B time (percent of A).
+    pub geomean_b_percent: Option<f64>,
+    /// Geometric mean over workloads of the median C time (percent of A).
+    pub geomean_c_percent: Option<f64>,
+}
+
+impl ScenarioSuite {
+    /// A suite from its rows, computing the geometric means.
+    pub fn new(
+        cpus: (usize, usize),
+        window_ms: u64,
+        repetitions: usize,
+        rows: Vec<SuiteRow>,
+    ) -> ScenarioSuite {
+        let b: Vec<f64> = rows.iter().filter_map(SuiteRow::median_b_percent).collect();
+        let c: Vec<f64> = rows.iter().filter_map(SuiteRow::median_c_percent).collect();
+        ScenarioSuite {
+            cpus,
+            window_ms,
+            repetitions,
+            rows,
+            geomean_b_percent: geometric_mean(&b),
+            geomean_c_percent: geometric_mean(&c),
+        }
+    }
+}
+
+/// What [`run_scenario_suite`] found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum SuiteOutcome {
+    /// Measured on a pair of siblings.
+    Measured(ScenarioSuite),
+    /// Not measurable here; the single-pair outcome says why.
+    Skipped(ScenarioOutcome),
+}
+
+/// Runs scenarios A, B and C for every workload (C with `workloads[partners[i]]`), `repetitions`
+/// times each, interleaved (repetition r of every workload before repetition r + 1 of any).
+///
+/// # Errors
+/// [`ScenarioError`] as [`run_scenarios`].
+///
+/// ```
+/// use parbench_mapper::{run_scenario_suite, SuiteOutcome, Topology, Workload};
+/// let t = Topology::synthetic("core:2 pu:2")?;
+/// let w = [Workload { name: "noop".into(), batch: &|| 1 }];
+/// let outcome = run_scenario_suite(&t, &w, &[0], std::time::Duration::from_millis(1), 2)?;
+/// assert!(matches!(outcome, SuiteOutcome::Skipped(_)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn run_scenario_suite(
+    topology: &Topology,
+    workloads: &[Workload<'_>],
+    partners: &[usize],
+    window: Duration,
+    repetitions: usize,
+) -> Result<SuiteOutcome, ScenarioError> {
+    let mut rows: Vec<SuiteRow> = workloads
+        .iter()
+        .zip(partners)
+        .map(|(workload, &partner)| SuiteRow {
+            workload: workload.name.clone(),
+            partner: workloads
+                .get(partner)
+                .map_or_else(String::new, |p| p.name.clone()),
+            alone_ops_per_s: Vec::new(),
+            b_percent: Vec::new(),
+            c_percent: Vec::new(),
+        })
+        .collect();
+    let mut cpus = (0, 0);
+    for _ in 0..repetitions.max(1) {
+        for (index, (workload, &partner)) in workloads.iter().zip(partners).enumerate() {
+            let Some(other) = workloads.get(partner) else {
+                continue;
+            };
+            let report = match run_scenarios(topology, workload, other, window)? {
+                ScenarioOutcome::Measured(report) => report,
+                skipped => return Ok(SuiteOutcome::Skipped(skipped)),
+            };
+            cpus = report.cpus;
+            // Rows 0, 2 and 4 are the first workload's A, B and C (see run_scenarios).
+            let relative = |row: usize| report.rows.get(row).map(|r| r.relative_to_alone);
+            let percent = |relative: Option<f64>| relative.filter(|r| *r > 0.0).map(|r| 100.0 / r);
+            let row = &mut rows[index];
+            row.alone_ops_per_s
+                .extend(report.rows.first().map(|r| r.ops_per_second));
+            row.b_percent.extend(percent(relative(2)));
+            row.c_percent.extend(percent(relative(4)));
+        }
+    }
+    Ok(SuiteOutcome::Measured(ScenarioSuite::new(
+        cpus,
+        window.as_millis().try_into().unwrap_or(u64::MAX),
+        repetitions.max(1),
+        rows,
+    )))
+}
+
+fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
+/// exp(mean(ln x)) over positive values; `None` when there are none.
+fn geometric_mean(values: &[f64]) -> Option<f64> {
+    let positive: Vec<f64> = values.iter().copied().filter(|v| *v > 0.0).collect();
+    (!positive.is_empty())
+        .then(|| (positive.iter().map(|v| v.ln()).sum::<f64>() / positive.len() as f64).exp())
+}
+
+impl fmt::Display for SuiteOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SuiteOutcome::Skipped(outcome) => write!(f, "{outcome}"),
+            SuiteOutcome::Measured(suite) => {
+                writeln!(
+                    f,
+                    "co-scheduling on siblings cpu {} and cpu {} ({} ms per run, {} repetitions; time for the same work, % of A alone, median):",
+                    suite.cpus.0, suite.cpus.1, suite.window_ms, suite.repetitions
+                )?;
+                writeln!(
+                    f,
+                    "  {:<12} {:<12} {:>8} {:>8} {:>8}",
+                    "workload", "C partner", "A", "B", "C"
+                )?;
+                let show =
+                    |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.1}"));
+                for row in &suite.rows {
+                    writeln!(
+                        f,
+                        "  {:<12} {:<12} {:>8} {:>8} {:>8}",
+                        row.workload,
+                        row.partner,
+                        "100.0",
+                        show(row.median_b_percent()),
+                        show(row.median_c_percent())
+                    )?;
+                }
+                writeln!(
+                    f,
+                    "  {:<12} {:<12} {:>8} {:>8} {:>8}",
+                    "geomean",
+                    "",
+                    "100.0",
+                    show(suite.geomean_b_percent),
+                    show(suite.geomean_c_percent)
+                )
+            }
+        }
+    }
+}
+
 /// Runs each workload pinned to its CPU, all starting together; returns ops per second each.
 fn run_pinned(
     runs: &[(usize, &Workload<'_>)],
@@ -299,6 +546,41 @@ mod tests {
         };
         let rates = run_pinned(&[(cpu, &w)], Duration::ZERO).unwrap();
         assert!(rates[0] > 0.0);
+    }
+
+    #[test]
+    fn medians_and_geometric_means_follow_their_definitions() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        let g = geometric_mean(&[100.0, 187.2 * 187.2 / 100.0]).unwrap();
+        assert!((g - 187.2).abs() < 1e-9);
+        assert_eq!(geometric_mean(&[]), None);
+    }
+
+    #[test]
+    fn the_suite_is_skipped_without_siblings_and_says_why() {
+        let t = Topology::this_system().unwrap();
+        if t.has_smt_siblings() {
+            eprintln!("SKIPPED: this machine has SMT siblings; the skip path cannot be exercised");
+            return;
+        }
+        let w = [Workload {
+            name: "one".into(),
+            batch: &|| 1,
+        }];
+        let outcome = run_scenario_suite(&t, &w, &[0], Duration::from_millis(1), 3).unwrap();
+        assert!(outcome.to_string().contains("no SMT siblings"), "{outcome}");
+    }
+
+    #[test]
+    fn partners_differ_in_their_units_when_one_exists() {
+        use crate::mix::InstrClass;
+        let fp = InstructionMix::new([(InstrClass::Fp, 1.0)]);
+        let int = InstructionMix::new([(InstrClass::Int, 1.0)]);
+        assert_eq!(different_unit_partners(&[fp, fp, int]), vec![2, 2, 0]);
+        assert_eq!(different_unit_partners(&[fp, fp]), vec![1, 0]);
+        assert_eq!(different_unit_partners(&[fp]), vec![0]);
     }
 
     #[test]
