@@ -17,6 +17,9 @@
 //! - [`contention`](mod@contention) — a model scoring how much co-located threads' mixes overlap.
 //! - [`report`] — printable/serialisable results for the CLI (`map`).
 //! - [`scenarios`] — the study's co-scheduling scenarios A/B/C measured on real siblings.
+//! - [`tasks`] — processes and threads of running programs through `/proc`, and their affinity.
+//! - [`corun`](mod@corun) — runs unmodified programs together, finds every thread they start and
+//!   keeps all of them mapped and pinned; also maps an already running process.
 //!
 //! ```
 //! use parbench_mapper::{declared_kernel_mixes, map_report, Algorithm, Topology};
@@ -31,11 +34,13 @@
 #![warn(missing_docs)]
 
 pub mod contention;
+pub mod corun;
 pub mod mapping;
 pub mod mix;
 pub mod perf;
 pub mod report;
 pub mod scenarios;
+pub mod tasks;
 pub mod topology;
 
 pub use contention::{contention, overlap, ContentionScore};

@@ -190,16 +190,16 @@ fn swap_members(groups: &mut [Vec<usize>], (g1, i): (usize, usize), (g2, j): (us
     groups[g2][j] = held;
 }
 
-/// How many threads each core takes: spread evenly, cores in package-alternating order.
-/// Returns `(core, size)` for every core that takes at least one thread.
-fn core_group_sizes(topology: &Topology, threads: usize) -> Vec<(usize, usize)> {
+/// How many threads each core takes: spread evenly, cores in package-alternating order, at most
+/// `rounds` threads per PU. Returns `(core, size)` for every core that takes at least one thread.
+fn core_group_sizes(topology: &Topology, threads: usize, rounds: usize) -> Vec<(usize, usize)> {
     let cores = cores_alternating_packages(topology);
     let mut sizes = vec![0usize; cores.len()];
     let mut placed = 0;
     while placed < threads {
         let before = placed;
         for (slot, &core) in cores.iter().enumerate() {
-            if placed < threads && sizes[slot] < topology.cores()[core].pus.len() {
+            if placed < threads && sizes[slot] < rounds * topology.cores()[core].pus.len() {
                 sizes[slot] += 1;
                 placed += 1;
             }
@@ -215,16 +215,17 @@ fn core_group_sizes(topology: &Topology, threads: usize) -> Vec<(usize, usize)> 
         .collect()
 }
 
-/// PU (logical index) per thread under the generalised algorithm; the caller has checked that
-/// `mixes.len()` is between 1 and the PU count.
-pub(super) fn map(topology: &Topology, mixes: &[InstructionMix]) -> Vec<usize> {
-    let groups_of_cores = core_group_sizes(topology, mixes.len());
+/// PU (logical index) per thread under the generalised algorithm, each PU taking at most
+/// `rounds` threads (a core's group is dealt to its PUs in turn); the caller has checked that
+/// `mixes.len()` is between 1 and `rounds ×` the PU count.
+pub(super) fn map(topology: &Topology, mixes: &[InstructionMix], rounds: usize) -> Vec<usize> {
+    let groups_of_cores = core_group_sizes(topology, mixes.len(), rounds);
     let sizes: Vec<usize> = groups_of_cores.iter().map(|&(_, size)| size).collect();
     let mut groups = pair_extremes(&sorted_threads(mixes), &sizes);
     refine(&mut groups, mixes);
     let mut pu_of_thread = vec![0; mixes.len()];
     for ((core, _), group) in groups_of_cores.iter().zip(groups) {
-        for (&thread, &pu) in group.iter().zip(&topology.cores()[*core].pus) {
+        for (&thread, &pu) in group.iter().zip(topology.cores()[*core].pus.iter().cycle()) {
             pu_of_thread[thread] = pu;
         }
     }
@@ -266,10 +267,10 @@ mod tests {
     fn uneven_groups_give_singletons_the_middle() {
         let t = Topology::synthetic("core:4 pu:2").unwrap();
         assert_eq!(
-            core_group_sizes(&t, 6),
+            core_group_sizes(&t, 6, 1),
             vec![(0, 2), (1, 2), (2, 1), (3, 1)]
         );
-        assert_eq!(core_group_sizes(&t, 3), vec![(0, 1), (1, 1), (2, 1)]);
+        assert_eq!(core_group_sizes(&t, 3, 1), vec![(0, 1), (1, 1), (2, 1)]);
     }
 
     #[test]

@@ -15,8 +15,10 @@
 //! - [`Algorithm::Random`] — a seeded uniform placement, the model report's reference.
 //! - [`Algorithm::Os`] — no pinning; the scheduler of the operating system decides.
 //!
-//! Every pinned mapping uses each PU at most once; more threads than PUs is an error rather
-//! than silent oversubscription, because the contention model has no meaning for it.
+//! Every pinned mapping made by [`Algorithm::map`] uses each PU at most once; more threads than
+//! PUs is an error rather than silent oversubscription, because the contention model has no
+//! meaning for it. [`Algorithm::map_sharing`] is the explicit exception for running programs
+//! (`corun`), whose thread counts nobody chose: PUs then take several threads, evenly.
 
 pub mod instruction_aware;
 mod placement;
@@ -161,18 +163,66 @@ impl Algorithm {
                 pus: available,
             });
         }
+        Ok(Mapping {
+            algorithm: self,
+            pus: self
+                .place(topology, mixes, 1)
+                .into_iter()
+                .map(Some)
+                .collect(),
+        })
+    }
+
+    /// Like [`map`](Self::map), but when the threads outnumber the PUs every PU takes several of
+    /// them instead of failing: threads are spread as evenly as possible (no PU gets two more
+    /// than another), as `corun` needs when the programs it maps start more threads than the
+    /// machine has PUs. The mix-oblivious algorithms go round their PU order again; the
+    /// instruction-aware one lets each core take up to `rounds × PUs` threads, blending heavy
+    /// and light users as before, and deals a core's group to its PUs in turn. With no more
+    /// threads than PUs the result equals [`map`](Self::map).
+    ///
+    /// # Errors
+    /// [`MapError::NoThreads`] for an empty slice.
+    ///
+    /// ```
+    /// use parbench_mapper::{Algorithm, InstructionMix, Topology};
+    /// let t = Topology::synthetic("core:2 pu:1")?;
+    /// let mapping = Algorithm::RoundRobin.map_sharing(&t, &[InstructionMix::default(); 5])?;
+    /// assert_eq!(mapping.cpu_list(&t), Some(vec![0, 1, 0, 1, 0]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn map_sharing(
+        self,
+        topology: &Topology,
+        mixes: &[InstructionMix],
+    ) -> Result<Mapping, MapError> {
+        let available = topology.pus().len();
+        if self == Algorithm::Os || mixes.len() <= available || available == 0 {
+            return self.map(topology, mixes);
+        }
+        let rounds = mixes.len().div_ceil(available);
+        Ok(Mapping {
+            algorithm: self,
+            pus: self
+                .place(topology, mixes, rounds)
+                .into_iter()
+                .map(Some)
+                .collect(),
+        })
+    }
+
+    /// PU per thread for a pinned algorithm, each PU taking at most `rounds` threads; the caller
+    /// has checked `1 <= mixes.len() <= rounds × PUs`.
+    fn place(self, topology: &Topology, mixes: &[InstructionMix], rounds: usize) -> Vec<usize> {
         let order: Vec<usize> = match self {
-            Algorithm::InstructionAware => instruction_aware::map(topology, mixes),
+            Algorithm::InstructionAware => return instruction_aware::map(topology, mixes, rounds),
             Algorithm::RoundRobin => placement::os_order(topology),
             Algorithm::Compact => placement::logical_order(topology),
             Algorithm::Scatter => placement::scatter_order(topology),
             Algorithm::Random { seed } => placement::random_order(topology, seed),
             Algorithm::Os => Vec::new(),
         };
-        Ok(Mapping {
-            algorithm: self,
-            pus: order.into_iter().take(threads).map(Some).collect(),
-        })
+        order.into_iter().cycle().take(mixes.len()).collect()
     }
 }
 
@@ -379,6 +429,51 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn sharing_spreads_threads_evenly_and_equals_map_when_they_fit() {
+        for description in ["core:2 pu:1", "core:2 pu:2", "pack:2 core:2 pu:2"] {
+            let t = Topology::synthetic(description).unwrap();
+            let pus = t.pus().len();
+            for threads in 1..=3 * pus + 1 {
+                let mixes = assorted(threads);
+                for algorithm in Algorithm::NAMED.into_iter().filter(|a| *a != Algorithm::Os) {
+                    let shared = algorithm.map_sharing(&t, &mixes).unwrap();
+                    if threads <= pus {
+                        assert_eq!(shared, algorithm.map(&t, &mixes).unwrap());
+                    }
+                    let mut per_pu = vec![0usize; pus];
+                    for pu in shared.pus() {
+                        per_pu[pu.unwrap()] += 1;
+                    }
+                    let (low, high) = (per_pu.iter().min(), per_pu.iter().max());
+                    assert!(
+                        high.unwrap() - low.unwrap() <= 1,
+                        "{algorithm} on {description} with {threads} threads: {per_pu:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sharing_instruction_aware_pairs_unlike_mixes_on_each_core() {
+        // 4 fp and 4 int threads on two single-PU cores: each core gets 2 fp + 2 int.
+        let t = Topology::synthetic("core:2 pu:1").unwrap();
+        let fp = InstructionMix::new([(InstrClass::Fp, 1.0)]);
+        let int = InstructionMix::new([(InstrClass::Int, 1.0)]);
+        let mixes = [fp, fp, fp, fp, int, int, int, int];
+        let mapping = Algorithm::InstructionAware.map_sharing(&t, &mixes).unwrap();
+        for pu in 0..2 {
+            let fps = (0..8)
+                .filter(|&th| mapping.pus()[th] == Some(pu) && mixes[th] == fp)
+                .count();
+            assert_eq!(fps, 2, "PU {pu}: {:?}", mapping.pus());
+        }
+        // Round-robin in thread order is blind to the mix but still even.
+        let rr = Algorithm::RoundRobin.map_sharing(&t, &mixes).unwrap();
+        assert_eq!(rr.cpu_list(&t).unwrap(), vec![0, 1, 0, 1, 0, 1, 0, 1]);
     }
 
     #[test]

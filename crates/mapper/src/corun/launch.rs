@@ -1,0 +1,239 @@
+//! Starting commands in process groups of their own, waiting for them, and making sure none
+//! outlives the watch.
+//!
+//! Each command starts as the leader of a new process group (`setpgid(0, 0)`), so everything it
+//! starts — threads, child processes, their children — can be found by group and signalled at
+//! once with `kill(-pgid, …)`. The child also asks for `SIGKILL` when the thread that started it
+//! dies (`PR_SET_PDEATHSIG`), so even a `parbench-cli` killed with `SIGKILL` leaves no command
+//! behind. A [`Launched`] value owns the running commands: dropping it (also on an error or a
+//! panic) kills and reaps every command still running.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::{ChildOutput, CommandStatus};
+use crate::tasks::Pid;
+
+/// One started command.
+#[derive(Debug)]
+pub(super) struct Running {
+    pub child: Child,
+    pub pid: Pid,
+    pub started: Instant,
+    /// A pidfd that becomes readable when the command exits, to wake the watch loop at once;
+    /// `None` where `pidfd_open` is unavailable (the loop then sleeps its poll interval).
+    pidfd: Option<OwnedFd>,
+    pub finished: Option<(Instant, ExitStatus)>,
+}
+
+/// The commands started by one watch.
+#[derive(Debug, Default)]
+pub(super) struct Launched {
+    pub running: Vec<Option<Running>>,
+}
+
+/// Starts `argv` in a new process group.
+pub(super) fn spawn(argv: &[String], output: ChildOutput) -> io::Result<Running> {
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty command"))?;
+    let mut command = Command::new(program);
+    command.args(args).process_group(0).stdin(Stdio::null());
+    match output {
+        ChildOutput::Inherit => {}
+        ChildOutput::Null => {
+            command.stdout(Stdio::null()).stderr(Stdio::null());
+        }
+        ChildOutput::Stderr => {
+            let stderr = io::stderr();
+            let fd = std::os::fd::AsFd::as_fd(&stderr).try_clone_to_owned()?;
+            command
+                .stdout(Stdio::from(fd.try_clone()?))
+                .stderr(Stdio::from(fd));
+        }
+    }
+    // SAFETY: the closure runs in the forked child between fork and exec. It only calls prctl,
+    // getppid and raise, which are async-signal-safe, and allocates nothing.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The parent may have died before prctl took effect: then no signal would come.
+            if libc::getppid() == 1 {
+                libc::raise(libc::SIGKILL);
+            }
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let child = command.spawn()?;
+    let pid = child.id() as Pid;
+    Ok(Running {
+        pidfd: pidfd_open(pid),
+        child,
+        pid,
+        started,
+        finished: None,
+    })
+}
+
+fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1; no memory is
+    // passed.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: a non-negative result is a fresh descriptor that nothing else owns.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Sends `signal` to every process of group `pgid`; false when the group no longer exists.
+pub(super) fn signal_group(pgid: Pid, signal: i32) -> bool {
+    // SAFETY: kill takes plain integers; a negative pid addresses the process group.
+    unsafe { libc::kill(-pgid, signal) == 0 }
+}
+
+impl Launched {
+    /// Reaps commands that have exited; returns the indices that finished now.
+    pub fn reap(&mut self) -> Vec<usize> {
+        let mut done = Vec::new();
+        for (index, slot) in self.running.iter_mut().enumerate() {
+            let Some(running) = slot else { continue };
+            if running.finished.is_some() {
+                continue;
+            }
+            if let Ok(Some(status)) = running.child.try_wait() {
+                running.finished = Some((Instant::now(), status));
+                done.push(index);
+            }
+        }
+        done
+    }
+
+    /// Whether every started command has exited.
+    pub fn all_finished(&self) -> bool {
+        self.running.iter().flatten().all(|r| r.finished.is_some())
+    }
+
+    /// Sleeps until a command exits or `timeout` passes.
+    pub fn wait_any(&self, timeout: Duration) {
+        let mut fds: Vec<libc::pollfd> = self
+            .running
+            .iter()
+            .flatten()
+            .filter(|r| r.finished.is_none())
+            .filter_map(|r| r.pidfd.as_ref())
+            .map(|fd| libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let millis = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
+        if fds.is_empty() {
+            std::thread::sleep(timeout);
+            return;
+        }
+        // SAFETY: `fds` is a valid array of initialised pollfd of the length passed, alive for
+        // the whole call.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, millis) };
+        if ready < 0 {
+            std::thread::sleep(timeout); // EINTR (a signal): the caller checks its stop flag
+        }
+    }
+
+    /// Stops every running command: `SIGTERM` to its group, up to `grace` for it to exit, then
+    /// `SIGKILL`. Returns the indices of the commands it had to stop.
+    pub fn stop_all(&mut self, grace: Duration) -> Vec<usize> {
+        let targets: Vec<usize> = self
+            .running
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.as_ref().is_some_and(|r| r.finished.is_none()))
+            .map(|(index, _)| index)
+            .collect();
+        for &index in &targets {
+            if let Some(running) = &self.running[index] {
+                signal_group(running.pid, libc::SIGTERM);
+            }
+        }
+        let deadline = Instant::now() + grace;
+        while !self.all_finished() && Instant::now() < deadline {
+            self.wait_any(Duration::from_millis(10));
+            self.reap();
+        }
+        self.kill_remaining();
+        targets
+    }
+
+    /// `SIGKILL` to every group whose leader has not been reaped, then reaps the leaders.
+    fn kill_remaining(&mut self) {
+        for running in self.running.iter_mut().flatten() {
+            if running.finished.is_none() {
+                signal_group(running.pid, libc::SIGKILL);
+                if let Ok(status) = running.child.wait() {
+                    running.finished = Some((Instant::now(), status));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Launched {
+    fn drop(&mut self) {
+        self.kill_remaining();
+        // Descendants that outlived their leader keep the group: kill those too.
+        for running in self.running.iter().flatten() {
+            signal_group(running.pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// The status of an exited command, noting when the watch itself stopped it.
+pub(super) fn status_of(
+    status: ExitStatus,
+    stopped_by: Option<super::StopReason>,
+) -> CommandStatus {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => CommandStatus::Exited { code },
+        (None, Some(signal)) => CommandStatus::Signalled { signal, stopped_by },
+        (None, None) => CommandStatus::Exited { code: -1 },
+    }
+}
+
+/// Set by the handler of [`stop_on_termination_signals`].
+static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn request_stop(_signal: libc::c_int) {
+    // Relaxed: the flag carries no data; the watch loop only needs to see it eventually.
+    STOP_REQUESTED.store(true, Ordering::Relaxed);
+}
+
+/// Installs handlers for `SIGINT`, `SIGTERM` and `SIGHUP` that only set a flag, and returns the
+/// flag: pass it as the `stop` argument of [`super::corun`] so that a signal to the watcher stops
+/// every command's process group (instead of leaving them running without their watcher).
+///
+/// # Errors
+/// The OS error of `sigaction`.
+///
+/// ```no_run
+/// let stop = parbench_mapper::corun::stop_on_termination_signals()?;
+/// assert!(!stop.load(std::sync::atomic::Ordering::Relaxed));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn stop_on_termination_signals() -> io::Result<&'static AtomicBool> {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: all-zero is a valid sigaction (empty mask, no flags) before the handler is set.
+        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+        action.sa_sigaction = request_stop as extern "C" fn(libc::c_int) as usize;
+        // SAFETY: `action` is a valid sigaction whose handler only stores to an atomic, which is
+        // async-signal-safe; the old action is not needed (null).
+        if unsafe { libc::sigaction(signal, &action, std::ptr::null_mut()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(&STOP_REQUESTED)
+}

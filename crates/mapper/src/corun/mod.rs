@@ -1,0 +1,555 @@
+//! Running unmodified programs together and mapping all of their threads: `corun`.
+//!
+//! The SMT study maps the threads of several applications that run at the same time. This module
+//! does it from outside the programs — no `LD_PRELOAD`, no source change:
+//!
+//! 1. [`corun`] starts every command in a process group of its own ([`launch`](self)), and
+//!    remembers when it started.
+//! 2. Every poll interval (and at once when a command exits, through a pidfd) it scans `/proc`
+//!    for each command's processes — its process group, plus descendants that left it — and
+//!    their threads (`/proc/PID/task`), so threads and child processes created late are seen.
+//! 3. A [`Roster`] maps all threads of all commands together over the machine's topology
+//!    ([`Algorithm::map_sharing`]: instruction-aware, round-robin, compact, scatter or `os`)
+//!    whenever a thread appears or disappears, and pins with `sched_setaffinity` the threads whose
+//!    CPU changed.
+//! 4. When a command's leader exits, its exit status and wall time are recorded and anything it
+//!    left running in its group is killed; when all have exited, the [`CorunReport`] has each
+//!    command's status and wall time and the *system time* (first start to last exit).
+//!
+//! A command that cannot start is reported with the reason and the others run (and are mapped)
+//! as usual. On a stop request (the `stop` flag, e.g. from [`stop_on_termination_signals`]) or
+//! the timeout, every group gets `SIGTERM`, then `SIGKILL` after a grace period; the report says
+//! which commands were stopped and why. No command outlives the call, even on an error.
+//!
+//! [`map_running`] applies one mapping to processes that are already running (`map --pid`).
+
+mod launch;
+mod roster;
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+pub use launch::stop_on_termination_signals;
+pub use roster::{PinnedThread, Roster};
+
+use crate::mapping::{Algorithm, MapError};
+use crate::mix::InstructionMix;
+use crate::tasks::{all_processes, descendants, threads_of, Pid, ProcessStat};
+use crate::topology::Topology;
+
+/// Errors that prevent a watch from starting.
+///
+/// ```
+/// use parbench_mapper::corun::{corun, CorunError, CorunOptions};
+/// let t = parbench_mapper::Topology::synthetic("core:2 pu:1")?;
+/// let stop = std::sync::atomic::AtomicBool::new(false);
+/// assert!(matches!(corun(&t, &[], &CorunOptions::default(), &stop), Err(CorunError::NoCommands)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, thiserror::Error)]
+pub enum CorunError {
+    /// Nothing to run.
+    #[error("no command to run")]
+    NoCommands,
+    /// A command with no program name (e.g. two `:::` in a row).
+    #[error("command {index} is empty")]
+    EmptyCommand {
+        /// Its position (0-based).
+        index: usize,
+    },
+    /// Pinning needs the topology of this machine, not a synthetic or XML one.
+    #[error("cannot pin threads on a planned topology ({topology}); use this machine's topology")]
+    NotThisSystem {
+        /// Description of the topology given.
+        topology: String,
+    },
+    /// The mapping failed.
+    #[error(transparent)]
+    Map(#[from] MapError),
+    /// No process with this id exists (`map --pid`).
+    #[error("no process {pid} (it may have exited)")]
+    NoSuchProcess {
+        /// The id given.
+        pid: Pid,
+    },
+}
+
+/// One command to run, with the instruction mix of its threads if known.
+///
+/// ```
+/// let spec = parbench_mapper::corun::CommandSpec::new(vec!["sleep".into(), "1".into()]);
+/// assert_eq!(spec.label, "sleep 1");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandSpec {
+    /// Name in reports (the command line by default).
+    pub label: String,
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// Mix given to each of its threads (from a profile or a declared class); `None`: unknown.
+    pub mix: Option<InstructionMix>,
+}
+
+impl CommandSpec {
+    /// A command without a known mix, labelled by its command line.
+    pub fn new(argv: Vec<String>) -> CommandSpec {
+        CommandSpec {
+            label: argv.join(" "),
+            argv,
+            mix: None,
+        }
+    }
+}
+
+/// Where the commands' stdout and stderr go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildOutput {
+    /// Shared with the caller.
+    Inherit,
+    /// Discarded.
+    Null,
+    /// Both to the caller's stderr (keeps the caller's stdout for results).
+    Stderr,
+}
+
+/// How to watch.
+///
+/// ```
+/// let options = parbench_mapper::corun::CorunOptions::default();
+/// assert_eq!(options.algorithm, parbench_mapper::Algorithm::InstructionAware);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct CorunOptions {
+    /// Mapping algorithm.
+    pub algorithm: Algorithm,
+    /// How often `/proc` is scanned for new and exited threads.
+    pub poll: Duration,
+    /// Stop every command after this long.
+    pub timeout: Option<Duration>,
+    /// Time between `SIGTERM` and `SIGKILL` when stopping commands.
+    pub grace: Duration,
+    /// The commands' output.
+    pub output: ChildOutput,
+}
+
+impl Default for CorunOptions {
+    fn default() -> Self {
+        CorunOptions {
+            algorithm: Algorithm::InstructionAware,
+            poll: Duration::from_millis(10),
+            timeout: None,
+            grace: Duration::from_millis(500),
+            output: ChildOutput::Stderr,
+        }
+    }
+}
+
+/// Why the watch stopped commands itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StopReason {
+    /// The timeout passed.
+    Timeout,
+    /// A stop was requested (a signal to the watcher).
+    Interrupted,
+}
+
+/// How a command ended.
+///
+/// ```
+/// use parbench_mapper::corun::CommandStatus;
+/// assert_eq!(CommandStatus::Exited { code: 0 }.to_string(), "exit 0");
+/// assert!(!CommandStatus::Exited { code: 1 }.success());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CommandStatus {
+    /// It never ran (program not found, not executable, …).
+    FailedToStart {
+        /// The OS's reason.
+        reason: String,
+    },
+    /// It exited with a code.
+    Exited {
+        /// The exit code.
+        code: i32,
+    },
+    /// A signal ended it.
+    Signalled {
+        /// The signal number.
+        signal: i32,
+        /// Set when the watch itself sent it.
+        stopped_by: Option<StopReason>,
+    },
+}
+
+impl CommandStatus {
+    /// Whether it exited with code 0.
+    pub fn success(&self) -> bool {
+        *self == CommandStatus::Exited { code: 0 }
+    }
+}
+
+impl fmt::Display for CommandStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommandStatus::FailedToStart { reason } => write!(f, "failed to start: {reason}"),
+            CommandStatus::Exited { code } => write!(f, "exit {code}"),
+            CommandStatus::Signalled { signal, stopped_by } => {
+                write!(f, "killed by signal {signal} ({})", signal_name(*signal))?;
+                match stopped_by {
+                    Some(StopReason::Timeout) => write!(f, ", stopped by corun: timeout"),
+                    Some(StopReason::Interrupted) => write!(f, ", stopped by corun: interrupted"),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        _ => "other",
+    }
+}
+
+/// What happened to one command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandOutcome {
+    /// Its label.
+    pub label: String,
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// Its process id (also its process group id); `None` if it never started.
+    pub pid: Option<Pid>,
+    /// How it ended.
+    pub status: CommandStatus,
+    /// Seconds from its start to its exit; `None` if it never started.
+    pub wall_s: Option<f64>,
+    /// Distinct threads seen (over all its processes).
+    pub threads_seen: usize,
+    /// Distinct processes seen.
+    pub processes_seen: usize,
+    /// Processes of its group still running when its leader exited, which the watch killed.
+    pub leftovers_killed: usize,
+}
+
+/// The result of a watch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorunReport {
+    /// The mapping algorithm.
+    pub algorithm: Algorithm,
+    /// One per command, in the order given.
+    pub commands: Vec<CommandOutcome>,
+    /// Seconds from the first start to the last exit.
+    pub system_time_s: f64,
+    /// How many times all threads were mapped (the first mapping counts).
+    pub remaps: usize,
+    /// Every thread seen and where it was last pinned.
+    pub threads: Vec<PinnedThread>,
+    /// Pins that failed for another reason than the thread having exited.
+    pub pin_failures: Vec<String>,
+    /// Set when the watch stopped the commands itself.
+    pub stopped: Option<StopReason>,
+}
+
+impl CorunReport {
+    /// Whether every command exited with code 0.
+    pub fn all_succeeded(&self) -> bool {
+        self.commands.iter().all(|c| c.status.success())
+    }
+}
+
+impl fmt::Display for CorunReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "algorithm: {}", self.algorithm)?;
+        for (index, command) in self.commands.iter().enumerate() {
+            let wall = command
+                .wall_s
+                .map_or_else(|| "-".to_owned(), |s| format!("{s:.3} s"));
+            writeln!(
+                f,
+                "command {index}: {}\n  status: {}\n  wall time: {wall}, {} process(es), {} thread(s) seen{}",
+                command.label,
+                command.status,
+                command.processes_seen,
+                command.threads_seen,
+                if command.leftovers_killed > 0 {
+                    format!(", {} leftover process(es) killed", command.leftovers_killed)
+                } else {
+                    String::new()
+                }
+            )?;
+            let pins: Vec<String> = self
+                .threads
+                .iter()
+                .filter(|t| t.command == index)
+                .map(|t| match t.cpu {
+                    Some(cpu) => format!("{}→cpu {cpu}", t.tid),
+                    None => format!("{}→os", t.tid),
+                })
+                .collect();
+            if !pins.is_empty() {
+                writeln!(f, "  threads (tid→last cpu): {}", pins.join(" "))?;
+            }
+        }
+        writeln!(
+            f,
+            "system time: {:.3} s (first start to last exit), {} mapping(s)",
+            self.system_time_s, self.remaps
+        )?;
+        for failure in &self.pin_failures {
+            writeln!(f, "pin failed: {failure}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The processes of command `pgid`: its group's members and their descendants, zombies left out.
+fn members(pgid: Pid, processes: &[ProcessStat]) -> Vec<Pid> {
+    let mut found: Vec<Pid> = processes
+        .iter()
+        .filter(|p| p.pgrp == pgid)
+        .flat_map(|p| descendants(p.pid, processes))
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    found.retain(|pid| {
+        processes
+            .iter()
+            .any(|p| p.pid == *pid && p.state != 'Z' && p.state != 'X')
+    });
+    found
+}
+
+/// Runs `commands` together, mapping all their threads with `options.algorithm` until every
+/// command has exited (see the module documentation). Setting `stop` stops them all.
+///
+/// # Errors
+/// [`CorunError::NoCommands`], [`CorunError::EmptyCommand`], [`CorunError::NotThisSystem`] for a
+/// planned topology with a pinning algorithm. A command that fails to start is *not* an error:
+/// its outcome says so.
+///
+/// ```
+/// use parbench_mapper::corun::{corun, CommandSpec, CommandStatus, CorunOptions, ChildOutput};
+/// use parbench_mapper::{Algorithm, Topology};
+/// let topology = Topology::this_system()?;
+/// let options = CorunOptions { algorithm: Algorithm::RoundRobin, output: ChildOutput::Null, ..Default::default() };
+/// let commands = [
+///     CommandSpec::new(vec!["sleep".into(), "0.2".into()]),
+///     CommandSpec::new(vec!["no-such-program-here".into()]),
+/// ];
+/// let stop = std::sync::atomic::AtomicBool::new(false);
+/// let report = corun(&topology, &commands, &options, &stop)?;
+/// assert_eq!(report.commands[0].status, CommandStatus::Exited { code: 0 });
+/// assert!(matches!(report.commands[1].status, CommandStatus::FailedToStart { .. }));
+/// assert!(report.threads.iter().any(|t| t.command == 0 && t.cpu.is_some()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn corun(
+    topology: &Topology,
+    commands: &[CommandSpec],
+    options: &CorunOptions,
+    stop: &AtomicBool,
+) -> Result<CorunReport, CorunError> {
+    if commands.is_empty() {
+        return Err(CorunError::NoCommands);
+    }
+    if let Some(index) = commands.iter().position(|c| c.argv.is_empty()) {
+        return Err(CorunError::EmptyCommand { index });
+    }
+    if options.algorithm != Algorithm::Os && !topology.is_this_system() {
+        return Err(CorunError::NotThisSystem {
+            topology: topology
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        });
+    }
+    let mixes = commands.iter().map(|c| c.mix.unwrap_or_default()).collect();
+    let mut roster = Roster::new(topology, options.algorithm, mixes);
+    let mut launched = launch::Launched::default();
+    let mut statuses: Vec<Option<CommandStatus>> = vec![None; commands.len()];
+    let mut processes_seen: Vec<Vec<Pid>> = vec![Vec::new(); commands.len()];
+    let mut leftovers = vec![0usize; commands.len()];
+    let start = Instant::now();
+    for (index, command) in commands.iter().enumerate() {
+        match launch::spawn(&command.argv, options.output) {
+            Ok(running) => launched.running.push(Some(running)),
+            Err(error) => {
+                launched.running.push(None);
+                statuses[index] = Some(CommandStatus::FailedToStart {
+                    reason: error.to_string(),
+                });
+            }
+        }
+    }
+    let mut stopped = None;
+    loop {
+        let finished_now = launched.reap();
+        let processes = all_processes();
+        for index in finished_now {
+            if let Some(running) = &launched.running[index] {
+                // Anything the leader left behind in its group dies with it.
+                let rest = members(running.pid, &processes);
+                if !rest.is_empty() && launch::signal_group(running.pid, libc::SIGKILL) {
+                    leftovers[index] = rest.len();
+                }
+            }
+        }
+        if stopped.is_none() {
+            // Relaxed: a plain flag, checked every round; nothing else is published through it.
+            if stop.load(Ordering::Relaxed) {
+                stopped = Some(StopReason::Interrupted);
+            } else if options.timeout.is_some_and(|t| start.elapsed() >= t) {
+                stopped = Some(StopReason::Timeout);
+            }
+            if let Some(reason) = stopped {
+                for index in launched.stop_all(options.grace) {
+                    if let Some(Some(running)) = launched.running.get(index) {
+                        if let Some((_, status)) = running.finished {
+                            statuses[index] = Some(launch::status_of(status, Some(reason)));
+                        }
+                    }
+                }
+            }
+        }
+        if launched.all_finished() {
+            break;
+        }
+        let mut alive = Vec::new();
+        for (index, slot) in launched.running.iter().enumerate() {
+            let Some(running) = slot else { continue };
+            if running.finished.is_some() {
+                continue;
+            }
+            for pid in members(running.pid, &processes) {
+                if !processes_seen[index].contains(&pid) {
+                    processes_seen[index].push(pid);
+                }
+                alive.extend(threads_of(pid).into_iter().map(|tid| (index, pid, tid)));
+            }
+        }
+        roster.update(&alive, start.elapsed())?;
+        launched.wait_any(options.poll);
+    }
+    // Every leader is reaped; threads still marked alive have exited with it.
+    roster.update(&[], start.elapsed())?;
+    let mut last_exit = start;
+    let outcomes = commands
+        .iter()
+        .enumerate()
+        .map(|(index, command)| {
+            let running = launched.running[index].as_ref();
+            let finished = running.and_then(|r| r.finished);
+            if let Some((at, _)) = finished {
+                last_exit = last_exit.max(at);
+            }
+            let status = statuses[index].clone().unwrap_or_else(|| match finished {
+                Some((_, status)) => launch::status_of(status, None),
+                None => CommandStatus::FailedToStart {
+                    reason: "not started".into(),
+                },
+            });
+            let threads = roster.threads();
+            CommandOutcome {
+                label: command.label.clone(),
+                argv: command.argv.clone(),
+                pid: running.map(|r| r.pid),
+                status,
+                wall_s: running
+                    .zip(finished)
+                    .map(|(r, (at, _))| (at - r.started).as_secs_f64()),
+                threads_seen: threads.iter().filter(|t| t.command == index).count(),
+                processes_seen: processes_seen[index].len(),
+                leftovers_killed: leftovers[index],
+            }
+        })
+        .collect();
+    Ok(CorunReport {
+        algorithm: options.algorithm,
+        commands: outcomes,
+        system_time_s: (last_exit - start).as_secs_f64(),
+        remaps: roster.remaps(),
+        threads: roster.threads(),
+        pin_failures: roster.failures().to_vec(),
+        stopped,
+    })
+}
+
+/// Maps, once, the threads of processes that are already running — each with its descendants —
+/// with `algorithm`, and pins them (`map --pid`). `targets` pairs each process id with the mix of
+/// its threads, if known.
+///
+/// # Errors
+/// [`CorunError::NoCommands`] for no target, [`CorunError::NoSuchProcess`] for a process that
+/// does not exist, [`CorunError::NotThisSystem`] for a planned topology.
+///
+/// ```
+/// use parbench_mapper::corun::map_running;
+/// use parbench_mapper::{Algorithm, Topology};
+/// let mut child = std::process::Command::new("sleep").arg("2").spawn()?;
+/// let pid = child.id() as i32;
+/// let topology = Topology::this_system()?;
+/// let threads = map_running(&topology, &[(pid, None)], Algorithm::Compact)?;
+/// assert_eq!(threads[0].tid, pid);
+/// assert_eq!(threads[0].cpu, Some(topology.pus()[0].os_index));
+/// child.kill()?;
+/// child.wait()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn map_running(
+    topology: &Topology,
+    targets: &[(Pid, Option<InstructionMix>)],
+    algorithm: Algorithm,
+) -> Result<Vec<PinnedThread>, CorunError> {
+    if targets.is_empty() {
+        return Err(CorunError::NoCommands);
+    }
+    if algorithm != Algorithm::Os && !topology.is_this_system() {
+        return Err(CorunError::NotThisSystem {
+            topology: topology
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        });
+    }
+    let processes = all_processes();
+    let mut alive = Vec::new();
+    for (index, &(pid, _)) in targets.iter().enumerate() {
+        if !processes.iter().any(|p| p.pid == pid && p.state != 'Z') {
+            return Err(CorunError::NoSuchProcess { pid });
+        }
+        for member in descendants(pid, &processes) {
+            alive.extend(
+                threads_of(member)
+                    .into_iter()
+                    .map(|tid| (index, member, tid)),
+            );
+        }
+    }
+    let mixes = targets
+        .iter()
+        .map(|(_, mix)| mix.unwrap_or_default())
+        .collect();
+    let mut roster = Roster::new(topology, algorithm, mixes);
+    roster.update(&alive, Duration::ZERO)?;
+    Ok(roster.threads())
+}

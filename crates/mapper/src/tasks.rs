@@ -1,0 +1,358 @@
+//! Processes and threads of running programs, seen from outside through `/proc`, and the CPU
+//! affinity of each thread.
+//!
+//! Nothing here needs the program's cooperation (no `LD_PRELOAD`, no source change): a
+//! process's threads are the entries of `/proc/PID/task`, its parent and process group are
+//! fields of `/proc/PID/stat`, and `sched_setaffinity` pins any thread by its id (TID) as long
+//! as the caller may (same user, or `CAP_SYS_NICE`). `Cpus_allowed_list` in
+//! `/proc/PID/task/TID/status` is what the kernel will let the thread run on, which is how the
+//! tests check a placement from outside.
+//!
+//! Descendants are found by scanning `/proc/*/stat` for parent and process-group ids, because
+//! `/proc/PID/task/TID/children` only exists on kernels built with `CONFIG_PROC_CHILDREN`.
+
+use std::fs;
+use std::io;
+
+/// A process or thread id, as the kernel numbers them.
+pub type Pid = i32;
+
+/// Errors of affinity calls and `/proc` reads.
+///
+/// ```
+/// use parbench_mapper::tasks::{pin_thread, TaskError};
+/// // pid_max is at most 2^22, so this thread cannot exist.
+/// assert!(matches!(pin_thread(i32::MAX, 0), Err(TaskError::Gone { .. })));
+/// ```
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// The thread or process does not exist (any more).
+    #[error("thread {tid} does not exist (it may have exited)")]
+    Gone {
+        /// The id asked for.
+        tid: Pid,
+    },
+    /// The caller may not change this thread's affinity (another user's, without `CAP_SYS_NICE`).
+    #[error("not permitted to set the CPU affinity of thread {tid} (another user's thread?)")]
+    NotPermitted {
+        /// The id asked for.
+        tid: Pid,
+    },
+    /// The CPU is not one the thread may use (outside its cpuset, or offline).
+    #[error("CPU {cpu} is not available to thread {tid} (offline, or outside its cpuset)")]
+    CpuNotAllowed {
+        /// The id asked for.
+        tid: Pid,
+        /// The CPU.
+        cpu: usize,
+    },
+    /// Any other failure of a system call or `/proc` read.
+    #[error("thread {tid}: {source}")]
+    Os {
+        /// The id asked for.
+        tid: Pid,
+        /// The OS error.
+        source: io::Error,
+    },
+}
+
+impl TaskError {
+    fn from_os(tid: Pid, cpu: Option<usize>, error: io::Error) -> TaskError {
+        match (error.raw_os_error(), cpu) {
+            (Some(libc::ESRCH), _) => TaskError::Gone { tid },
+            (Some(libc::EPERM), _) => TaskError::NotPermitted { tid },
+            (Some(libc::EINVAL), Some(cpu)) => TaskError::CpuNotAllowed { tid, cpu },
+            _ => TaskError::Os { tid, source: error },
+        }
+    }
+}
+
+/// The fields of `/proc/PID/stat` the mapper uses.
+///
+/// ```
+/// let me = parbench_mapper::tasks::read_process_stat(std::process::id() as i32).unwrap();
+/// assert_eq!(me.pid, std::process::id() as i32);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessStat {
+    /// Process id.
+    pub pid: Pid,
+    /// Executable name (`comm`, at most 15 bytes).
+    pub comm: String,
+    /// State letter (`R`, `S`, `Z` for a zombie, …).
+    pub state: char,
+    /// Parent process id.
+    pub ppid: Pid,
+    /// Process group id.
+    pub pgrp: Pid,
+}
+
+/// Parses the text of `/proc/PID/stat`. The name is in parentheses and may itself contain
+/// spaces and parentheses, so the fields after it are found from the *last* `)`.
+///
+/// ```
+/// use parbench_mapper::tasks::parse_stat;
+/// let stat = parse_stat("42 (a (b) c) S 7 42 42 0 -1").unwrap();
+/// assert_eq!((stat.pid, stat.comm.as_str(), stat.state, stat.ppid, stat.pgrp), (42, "a (b) c", 'S', 7, 42));
+/// assert!(parse_stat("garbage").is_none());
+/// ```
+pub fn parse_stat(text: &str) -> Option<ProcessStat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid = text[..open].trim().parse().ok()?;
+    let comm = text.get(open + 1..close)?.to_owned();
+    let mut rest = text.get(close + 1..)?.split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    let pgrp = rest.next()?.parse().ok()?;
+    Some(ProcessStat {
+        pid,
+        comm,
+        state,
+        ppid,
+        pgrp,
+    })
+}
+
+/// `/proc/PID/stat` of one process; `None` when it does not exist (any more).
+///
+/// ```
+/// assert!(parbench_mapper::tasks::read_process_stat(i32::MAX).is_none());
+/// ```
+pub fn read_process_stat(pid: Pid) -> Option<ProcessStat> {
+    parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Every process now in `/proc` (processes that exit during the scan are skipped).
+///
+/// ```
+/// let all = parbench_mapper::tasks::all_processes();
+/// assert!(all.iter().any(|p| p.pid == std::process::id() as i32));
+/// ```
+pub fn all_processes() -> Vec<ProcessStat> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<Pid>().ok())
+        .filter_map(read_process_stat)
+        .collect()
+}
+
+/// The threads (TIDs) of process `pid`, ascending; empty when it does not exist.
+///
+/// ```
+/// let me = std::process::id() as i32;
+/// assert!(parbench_mapper::tasks::threads_of(me).contains(&me));
+/// ```
+pub fn threads_of(pid: Pid) -> Vec<Pid> {
+    let Ok(entries) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut tids: Vec<Pid> = entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    tids
+}
+
+/// `pid` and all its descendants among `processes`, parents before children (zombies kept:
+/// the caller decides what an exited process means).
+///
+/// ```
+/// use parbench_mapper::tasks::{descendants, parse_stat};
+/// let ps: Vec<_> = ["1 (init) S 0 1", "5 (sh) S 1 5", "6 (w) S 5 5", "9 (x) S 1 9"]
+///     .iter().map(|t| parse_stat(t).unwrap()).collect();
+/// assert_eq!(descendants(5, &ps), vec![5, 6]);
+/// ```
+pub fn descendants(pid: Pid, processes: &[ProcessStat]) -> Vec<Pid> {
+    let mut found = vec![pid];
+    let mut next = 0;
+    while next < found.len() {
+        let parent = found[next];
+        found.extend(
+            processes
+                .iter()
+                .filter(|p| p.ppid == parent && p.pid != parent)
+                .map(|p| p.pid),
+        );
+        next += 1;
+    }
+    found.retain(|&p| p == pid || processes.iter().any(|q| q.pid == p));
+    found
+}
+
+/// Parses a kernel CPU list such as `0-3,8,10-11`.
+///
+/// ```
+/// use parbench_mapper::tasks::parse_cpu_list;
+/// assert_eq!(parse_cpu_list("0-2,5"), Some(vec![0, 1, 2, 5]));
+/// assert_eq!(parse_cpu_list("1"), Some(vec![1]));
+/// assert_eq!(parse_cpu_list("x"), None);
+/// ```
+pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((low, high)) => {
+                let (low, high): (usize, usize) = (low.parse().ok()?, high.parse().ok()?);
+                cpus.extend(low..=high);
+            }
+            None => cpus.push(part.parse().ok()?),
+        }
+    }
+    Some(cpus)
+}
+
+/// The CPUs thread `tid` of process `pid` may run on, from `Cpus_allowed_list` in
+/// `/proc/PID/task/TID/status` — the view from outside the program.
+///
+/// # Errors
+/// [`TaskError::Gone`] when the thread does not exist, [`TaskError::Os`] for an unreadable or
+/// unparsable file.
+///
+/// ```
+/// use parbench_mapper::tasks::{cpus_allowed, Pid};
+/// let me = std::process::id() as Pid;
+/// assert!(!cpus_allowed(me, me)?.is_empty());
+/// # Ok::<(), parbench_mapper::tasks::TaskError>(())
+/// ```
+pub fn cpus_allowed(pid: Pid, tid: Pid) -> Result<Vec<usize>, TaskError> {
+    let path = format!("/proc/{pid}/task/{tid}/status");
+    let status = fs::read_to_string(&path).map_err(|error| match error.kind() {
+        io::ErrorKind::NotFound => TaskError::Gone { tid },
+        _ => TaskError::from_os(tid, None, error),
+    })?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+        .and_then(parse_cpu_list)
+        .ok_or_else(|| TaskError::Os {
+            tid,
+            source: io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{path} has no Cpus_allowed_list"),
+            ),
+        })
+}
+
+/// Sets thread `tid`'s affinity to exactly `cpus` (`sched_setaffinity`).
+///
+/// # Errors
+/// [`TaskError::Gone`], [`TaskError::NotPermitted`], [`TaskError::CpuNotAllowed`] (for the
+/// first CPU, when the kernel rejects the set) or [`TaskError::Os`]; CPU numbers beyond the
+/// kernel's `cpu_set_t` are [`TaskError::CpuNotAllowed`].
+///
+/// ```
+/// use parbench_mapper::tasks::{set_thread_affinity, thread_affinity, Pid};
+/// let tid = unsafe { libc::gettid() } as Pid;
+/// let before = thread_affinity(tid)?;
+/// set_thread_affinity(tid, &before)?;
+/// assert_eq!(thread_affinity(tid)?, before);
+/// # Ok::<(), parbench_mapper::tasks::TaskError>(())
+/// ```
+pub fn set_thread_affinity(tid: Pid, cpus: &[usize]) -> Result<(), TaskError> {
+    // SAFETY: cpu_set_t is a plain bit array; all-zero is its valid empty value.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    for &cpu in cpus {
+        if cpu >= capacity {
+            return Err(TaskError::CpuNotAllowed { tid, cpu });
+        }
+        // SAFETY: `cpu` is below the set's capacity (checked above) and `set` is a valid set.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: `set` is a valid, initialised cpu_set_t of the size passed; the call only reads it.
+    let result =
+        unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(TaskError::from_os(
+            tid,
+            cpus.first().copied(),
+            io::Error::last_os_error(),
+        ))
+    }
+}
+
+/// Pins thread `tid` to the single CPU `cpu` (OS numbering, as [`crate::Pu::os_index`]).
+///
+/// # Errors
+/// As [`set_thread_affinity`].
+///
+/// ```
+/// use parbench_mapper::tasks::{pin_thread, thread_affinity, set_thread_affinity, Pid};
+/// let tid = unsafe { libc::gettid() } as Pid;
+/// let before = thread_affinity(tid)?;
+/// pin_thread(tid, before[0])?;
+/// assert_eq!(thread_affinity(tid)?, vec![before[0]]);
+/// set_thread_affinity(tid, &before)?;
+/// # Ok::<(), parbench_mapper::tasks::TaskError>(())
+/// ```
+pub fn pin_thread(tid: Pid, cpu: usize) -> Result<(), TaskError> {
+    set_thread_affinity(tid, &[cpu])
+}
+
+/// The CPUs thread `tid` may run on (`sched_getaffinity`), ascending.
+///
+/// # Errors
+/// [`TaskError::Gone`] for a thread that does not exist, [`TaskError::Os`] otherwise.
+///
+/// ```
+/// let me = std::process::id() as i32;
+/// assert!(!parbench_mapper::tasks::thread_affinity(me)?.is_empty());
+/// # Ok::<(), parbench_mapper::tasks::TaskError>(())
+/// ```
+pub fn thread_affinity(tid: Pid) -> Result<Vec<usize>, TaskError> {
+    // SAFETY: all-zero is the valid empty cpu_set_t.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a writable cpu_set_t of exactly the size passed.
+    let result =
+        unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if result != 0 {
+        return Err(TaskError::from_os(tid, None, io::Error::last_os_error()));
+    }
+    let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: every index is below the set's capacity and `set` was filled by the kernel.
+    Ok((0..capacity)
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_process_is_a_descendant_and_its_threads_are_listed() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as Pid;
+        let me = std::process::id() as Pid;
+        let processes = all_processes();
+        assert!(descendants(me, &processes).contains(&pid));
+        assert_eq!(threads_of(pid), vec![pid]);
+        assert_eq!(read_process_stat(pid).unwrap().ppid, me);
+        let allowed = cpus_allowed(pid, pid).unwrap();
+        pin_thread(pid, allowed[0]).unwrap();
+        assert_eq!(cpus_allowed(pid, pid).unwrap(), vec![allowed[0]]);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(matches!(
+            cpus_allowed(pid, pid),
+            Err(TaskError::Gone { .. })
+        ));
+    }
+
+    #[test]
+    fn out_of_range_cpus_are_refused_before_the_kernel() {
+        let me = std::process::id() as Pid;
+        assert!(matches!(
+            set_thread_affinity(me, &[1 << 20]),
+            Err(TaskError::CpuNotAllowed { cpu: 1048576, .. })
+        ));
+    }
+}
