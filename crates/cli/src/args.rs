@@ -48,6 +48,20 @@ pub enum Command {
     Map(Box<crate::map::MapArgs>),
     /// Rerun a study's own experiments and set the results beside the published ones.
     Reproduce(crate::reproduce::ReproduceArgs),
+    /// One round of `sweep --rounds`, run by `sweep` in a child process (not for direct use).
+    #[command(hide = true)]
+    SweepRound(SweepRoundArgs),
+}
+
+/// Options of the hidden `sweep-round` subcommand (see [`crate::rounds`]).
+#[derive(Debug, Args)]
+pub struct SweepRoundArgs {
+    /// The round's [`crate::rounds::RoundRequest`] as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub request: PathBuf,
+    /// Where to write the round's JSON report (rewritten after every cell).
+    #[arg(long, value_name = "FILE")]
+    pub output: PathBuf,
 }
 
 /// Options of `parbench-cli sweep`. Without any, the quick default suite runs.
@@ -62,9 +76,16 @@ pub struct SweepArgs {
     /// Schedulers to run, comma-separated [default: tree,static,dynamic,guided,simple,rayon,seq].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub schedulers: Option<Vec<String>>,
-    /// Timed runs per cell.
+    /// Timed runs per cell in each round.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_RUNS, value_parser = parse_positive)]
     pub runs: usize,
+    /// Rounds: the whole plan is measured this many times, each round in a fresh process with
+    /// the cells in a new shuffled order.
+    #[arg(long, value_name = "R", default_value_t = DEFAULT_ROUNDS, value_parser = parse_positive)]
+    pub rounds: usize,
+    /// Seed of the rounds' cell orders [default: from the clock; recorded in the results].
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
     /// Untimed warm-up runs per cell, before the timed ones.
     #[arg(long, value_name = "W", default_value_t = DEFAULT_WARMUP, value_parser = parse_count)]
     pub warmup: usize,
@@ -85,10 +106,13 @@ pub struct SweepArgs {
     pub quiet: bool,
 }
 
-/// Timed runs per cell when `--runs` is not given: enough for the normal-approximation confidence
-/// interval (see [`crate::stats::CI_MIN_RUNS`]), and the default suite still finishes well within
-/// ~3 minutes on two shared cores.
-pub const DEFAULT_RUNS: usize = 30;
+/// Timed runs per cell and round when `--runs` is not given: over [`DEFAULT_ROUNDS`] rounds, 30
+/// samples per cell, enough for the normal-approximation confidence interval (see
+/// [`crate::stats::CI_MIN_RUNS`]) and for a distribution-free interval of each round's median;
+/// the default suite still finishes within a few minutes on two shared cores.
+pub const DEFAULT_RUNS: usize = 10;
+/// Rounds (processes) per sweep when `--rounds` is not given.
+pub const DEFAULT_ROUNDS: usize = 3;
 /// Warm-up runs per cell when `--warmup` is not given: pools, caches and page mappings settle.
 pub const DEFAULT_WARMUP: usize = 3;
 
@@ -291,6 +315,8 @@ mod tests {
     fn sweep_without_flags_uses_the_defaults() {
         let s = sweep(&[]);
         assert_eq!((s.runs, s.warmup), (DEFAULT_RUNS, DEFAULT_WARMUP));
+        assert_eq!((s.rounds, s.seed), (DEFAULT_ROUNDS, None));
+        const { assert!(DEFAULT_ROUNDS >= 3) };
         assert_eq!((s.threads, s.kernels, s.schedulers), (None, None, None));
         assert_eq!(
             (s.format, s.output, s.pin, s.quiet),

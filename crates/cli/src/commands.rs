@@ -3,7 +3,7 @@
 //! and [`crate::plot`].
 //!
 //! Output discipline: stdout carries only results (a table by default), stderr the plan, the
-//! progress bar and errors. With `--output FILE` the file is rewritten after every cell (through a
+//! progress bar and errors. With `--output FILE` the file is rewritten after every round (through a
 //! temporary file and a rename, so it is never half-written), which keeps every measured cell even
 //! when the sweep stops on an error or is interrupted.
 
@@ -13,13 +13,14 @@ use std::path::{Path, PathBuf};
 
 use parbench_kernels::{find_kernel, registry, ExecutorKind, Kernel, Params, PinPolicy};
 
-use crate::args::{Command, PinArg, PlotArgs, SweepArgs};
+use crate::args::{Command, PinArg, PlotArgs, SweepArgs, SweepRoundArgs};
 use crate::error::CliError;
 use crate::export::ExportFormat;
 use crate::plot::render_svg;
 use crate::progress::Progress;
 use crate::results::{Report, SCHEMA_VERSION};
-use crate::sweep::{run_sweep, SweepError, SweepObserver, SweepPlan, LABELS};
+use crate::rounds::{merge_rounds, round_orders, run_round_in_child, RoundEvent, RoundRequest};
+use crate::sweep::{run_cells, SweepError, SweepObserver, SweepPlan, LABELS};
 
 /// Schedulers of the default sweep: parbench-scheduler's strategies, rayon, and the `seq` baseline.
 pub const DEFAULT_SCHEDULERS: [ExecutorKind; 7] = [
@@ -53,6 +54,7 @@ pub fn run(command: Command) -> Result<(), CliError> {
         Command::Profile(args) => crate::profile::run(&args),
         Command::Map(args) => crate::map::run(&args),
         Command::Reproduce(args) => crate::reproduce::run(&args),
+        Command::SweepRound(args) => sweep_round(&args),
     }
 }
 
@@ -220,61 +222,128 @@ pub(crate) fn file_format(
     }
 }
 
-/// Draws progress and keeps the output file current.
-struct SweepDisplay<'a> {
-    progress: Progress,
-    output: Option<&'a OutputFile>,
-}
-
-impl SweepObserver for SweepDisplay<'_> {
-    fn cell_started(&mut self, name: &str) {
-        self.progress.start_cell(name);
-    }
-
-    fn runs_done(&mut self, count: u64) {
-        self.progress.advance(count);
-    }
-
-    fn cell_finished(&mut self, report: &Report) -> Result<(), SweepError> {
-        match self.output {
-            Some(output) => output
-                .write(report)
-                .map_err(|error| SweepError::Observer(Box::new(error))),
-            None => Ok(()),
-        }
-    }
-}
-
 fn sweep(args: &SweepArgs) -> Result<(), CliError> {
     let plan = plan_from_args(args)?;
     check_thread_counts(&plan)?;
     let (output, stdout_format) = OutputFile::from_args(args.output.as_deref(), args.format)?;
+    let seed = args.seed.unwrap_or_else(clock_seed);
+    let orders = round_orders(plan.cell_count(), args.rounds, seed);
     let mut report = Report::new("sweep", &LABELS);
-    report.metadata = sweep_metadata(&plan);
+    report.metadata = sweep_metadata(&plan, args.rounds, seed, &orders);
     if let Some(output) = &output {
         // An unwritable path fails now, not after minutes of measuring.
         output.write(&report)?;
     }
     check_input_files(&plan)?;
     if !args.quiet {
-        eprintln!("{}", describe_plan(&plan));
+        eprintln!("{}", describe_plan(&plan, args.rounds, seed));
     }
-    let mut display = SweepDisplay {
-        progress: Progress::new(plan.total_runs(), args.quiet),
-        output: output.as_ref(),
-    };
-    let outcome = run_sweep(&plan, &mut report, &mut display);
-    display.progress.finish();
+    let scratch = std::env::temp_dir().join(format!("parbench-sweep-{}", std::process::id()));
+    fs::create_dir_all(&scratch).map_err(|source| CliError::Write {
+        path: scratch.clone(),
+        source,
+    })?;
+    let progress = Progress::new(plan.total_runs() * args.rounds as u64, args.quiet);
+    let mut rounds = Vec::new();
+    let mut failure = None;
+    for (round, order) in orders.into_iter().enumerate() {
+        let request = RoundRequest::new(&plan, round, order);
+        let mut on_event = |event: RoundEvent| match event {
+            RoundEvent::Cell(name) => {
+                progress.start_cell(&format!("round {}/{}: {name}", round + 1, args.rounds));
+            }
+            RoundEvent::Runs(count) => progress.advance(count),
+            RoundEvent::Message(line) => progress.message(&line),
+        };
+        let mut partial = None;
+        match run_round_in_child(&request, &scratch, &mut on_event, &mut partial) {
+            Ok(round_report) => rounds.push(round_report),
+            Err(error) => {
+                rounds.extend(partial);
+                failure = Some(error);
+            }
+        }
+        report.cells = merge_rounds(&plan, &rounds);
+        if let Some(output) = &output {
+            output.write(&report)?;
+        }
+        if failure.is_some() {
+            break;
+        }
+    }
+    progress.finish();
+    // Only our own (by now empty) scratch directory; nothing is lost if it stays.
+    let _ = fs::remove_dir(&scratch);
     if !report.cells.is_empty() {
         write_stdout(|out| stdout_format.exporter().write(&report, out))?;
     }
-    outcome.map_err(|error| match error {
+    failure.map_or(Ok(()), Err)
+}
+
+/// A seed for the rounds' order when `--seed` is not given: different on every sweep.
+fn clock_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32)
+}
+
+/// The hidden `sweep-round`: one round of `sweep --rounds`, in the order its request gives,
+/// reporting progress on stderr for the parent and rewriting its JSON report after every cell.
+fn sweep_round(args: &SweepRoundArgs) -> Result<(), CliError> {
+    let text = fs::read_to_string(&args.request).map_err(|source| CliError::Read {
+        path: args.request.clone(),
+        source,
+    })?;
+    let request: RoundRequest =
+        serde_json::from_str(&text).map_err(|e| CliError::MalformedResults {
+            path: args.request.clone(),
+            reason: e.to_string(),
+        })?;
+    let plan = request.plan()?;
+    let output = OutputFile {
+        path: args.output.clone(),
+        format: ExportFormat::Json,
+    };
+    let mut report = Report::new("sweep", &LABELS);
+    output.write(&report)?;
+    let mut reporter = RoundReporter { output: &output };
+    run_cells(&plan, &request.order, &mut report, &mut reporter).map_err(sweep_error)
+}
+
+/// The child's side of the progress protocol (see [`crate::rounds`]).
+struct RoundReporter<'a> {
+    output: &'a OutputFile,
+}
+
+impl SweepObserver for RoundReporter<'_> {
+    fn cell_started(&mut self, name: &str) {
+        if let Some(line) = RoundEvent::Cell(name.to_owned()).line() {
+            eprintln!("{line}");
+        }
+    }
+
+    fn runs_done(&mut self, count: u64) {
+        if let Some(line) = RoundEvent::Runs(count).line() {
+            eprintln!("{line}");
+        }
+    }
+
+    fn cell_finished(&mut self, report: &Report) -> Result<(), SweepError> {
+        self.output
+            .write(report)
+            .map_err(|error| SweepError::Observer(Box::new(error)))
+    }
+}
+
+fn sweep_error(error: SweepError) -> CliError {
+    match error {
         SweepError::Prepare(error) => CliError::Kernel(error),
         SweepError::Observer(error) => match error.downcast::<CliError>() {
             Ok(cli_error) => *cli_error,
             Err(other) => CliError::Usage(other.to_string()),
         },
-    })
+    }
 }
 
 /// Refuses, before anything runs, a thread count this process cannot start: past the OS's limits
@@ -313,10 +382,22 @@ fn check_input_files(plan: &SweepPlan) -> Result<(), CliError> {
     Ok(())
 }
 
-fn sweep_metadata(plan: &SweepPlan) -> crate::results::Metadata {
+fn sweep_metadata(
+    plan: &SweepPlan,
+    rounds: usize,
+    seed: u64,
+    orders: &[Vec<usize>],
+) -> crate::results::Metadata {
     let mut settings = std::collections::BTreeMap::new();
     settings.insert("runs".to_owned(), plan.runs.to_string());
     settings.insert("warmup".to_owned(), plan.warmup.to_string());
+    settings.insert("rounds".to_owned(), rounds.to_string());
+    settings.insert("seed".to_owned(), seed.to_string());
+    for (round, order) in orders.iter().enumerate() {
+        // Cell indices in the plan's canonical order (kernels, threads, schedulers).
+        let order: Vec<String> = order.iter().map(usize::to_string).collect();
+        settings.insert(format!("order.round{}", round + 1), order.join(" "));
+    }
     settings.insert("pin".to_owned(), format!("{:?}", plan.pin).to_lowercase());
     for kernel in &plan.kernels {
         for spec in kernel.params() {
@@ -330,10 +411,11 @@ fn sweep_metadata(plan: &SweepPlan) -> crate::results::Metadata {
 }
 
 /// The plan in a few lines for stderr.
-fn describe_plan(plan: &SweepPlan) -> String {
+fn describe_plan(plan: &SweepPlan, rounds: usize, seed: u64) -> String {
     let join = |names: Vec<String>| names.join(", ");
     format!(
-        "sweep: {} cells = {} kernels × {} schedulers × {} thread counts; {} warm-up + {} timed runs each\n  \
+        "sweep: {} cells = {} kernels × {} schedulers × {} thread counts; {rounds} rounds \
+         (processes, shuffled order, seed {seed}) of {} warm-up + {} timed runs each\n  \
          kernels:    {}\n  schedulers: {}\n  threads:    {}",
         plan.cell_count(),
         plan.kernels.len(),
@@ -342,7 +424,12 @@ fn describe_plan(plan: &SweepPlan) -> String {
         plan.warmup,
         plan.runs,
         join(plan.kernels.iter().map(|k| k.name().to_owned()).collect()),
-        join(plan.schedulers.iter().map(|s| s.name().to_owned()).collect()),
+        join(
+            plan.schedulers
+                .iter()
+                .map(|s| s.name().to_owned())
+                .collect()
+        ),
         join(plan.threads.iter().map(usize::to_string).collect()),
     )
 }

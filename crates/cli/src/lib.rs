@@ -27,6 +27,7 @@ pub mod profile;
 pub mod progress;
 pub mod reproduce;
 pub mod results;
+pub mod rounds;
 pub mod stats;
 pub mod sweep;
 pub mod topology;

@@ -52,6 +52,11 @@ impl Progress {
         self.bar.inc(runs);
     }
 
+    /// Prints `line` on stderr without tearing the bar.
+    pub fn message(&self, line: &str) {
+        self.bar.suspend(|| eprintln!("{line}"));
+    }
+
     /// Removes the bar from the terminal.
     pub fn finish(&self) {
         self.bar.finish_and_clear();

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::{Relative, Summary};
+use crate::stats::{Relative, RoundSpread, Summary};
 
 /// Version of the JSON layout; bumped on incompatible changes so that readers can refuse old files.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -109,6 +109,10 @@ pub struct Cell {
     pub samples_s: Vec<f64>,
     /// Statistics of `samples_s`; `None` for a failed cell or one without samples.
     pub summary: Option<Summary>,
+    /// How the rounds of `sweep --rounds` agree (each round a separate process); `None` for a
+    /// cell measured in one process only.
+    #[serde(default)]
+    pub rounds: Option<RoundSpread>,
     /// Comparison with the cell's baseline, when it has one.
     pub relative: Option<Relative>,
     /// Per-run values the workload reported besides time (operations per second, …).
@@ -124,6 +128,7 @@ impl Cell {
             labels: to_label_map(labels),
             summary: Summary::from_samples(&samples_s),
             samples_s,
+            rounds: None,
             relative: None,
             metrics: Vec::new(),
             error: None,
@@ -136,6 +141,7 @@ impl Cell {
             labels: to_label_map(labels),
             samples_s: Vec::new(),
             summary: None,
+            rounds: None,
             relative: None,
             metrics: Vec::new(),
             error: Some(error),

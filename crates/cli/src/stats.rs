@@ -68,6 +68,16 @@ pub struct Summary {
     pub p75: f64,
     /// 95th percentile.
     pub p95: f64,
+    /// Lower end of a distribution-free 95 % confidence interval of the median (see
+    /// [`median_ci95_sorted`]); `None` below 6 samples, where no such interval reaches 95 %.
+    #[serde(default)]
+    pub median_ci95_low: Option<f64>,
+    /// Upper end of that interval of the median.
+    #[serde(default)]
+    pub median_ci95_high: Option<f64>,
+    /// Samples beyond the Tukey fences (see [`Outliers`]); counted, never dropped.
+    #[serde(default)]
+    pub outliers: Outliers,
 }
 
 impl Summary {
@@ -93,6 +103,11 @@ impl Summary {
             (squares / (n - 1) as f64).sqrt()
         });
         let se = sd.map(|sd| sd / (n as f64).sqrt());
+        let (p25, p75) = (
+            percentile_sorted(&sorted, 25.0),
+            percentile_sorted(&sorted, 75.0),
+        );
+        let median_ci = median_ci95_sorted(&sorted);
         Some(Summary {
             runs: n,
             mean,
@@ -106,9 +121,12 @@ impl Summary {
             min: sorted[0],
             max: sorted[n - 1],
             p5: percentile_sorted(&sorted, 5.0),
-            p25: percentile_sorted(&sorted, 25.0),
-            p75: percentile_sorted(&sorted, 75.0),
+            p25,
+            p75,
             p95: percentile_sorted(&sorted, 95.0),
+            median_ci95_low: median_ci.map(|(low, _)| low),
+            median_ci95_high: median_ci.map(|(_, high)| high),
+            outliers: Outliers::classify(&sorted, p25, p75),
         })
     }
 }
@@ -130,6 +148,276 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
     let below = rank.floor() as usize;
     let above = rank.ceil() as usize;
     sorted[below] + (sorted[above] - sorted[below]) * (rank - below as f64)
+}
+
+/// Samples outside Tukey's fences, classified as criterion does: with the quartiles Q1, Q3 and
+/// IQR = Q3 − Q1, a sample below Q1 − 3·IQR is a *low severe* outlier, below Q1 − 1.5·IQR a *low
+/// mild* one, and symmetrically above Q3. Outliers are reported, never removed: on a shared machine
+/// they are part of what a user of the runtime will see.
+///
+/// ```
+/// use parbench_cli::stats::Summary;
+/// // Q1 = 2.75, Q3 = 6.25, IQR = 3.5: 100 is above the severe fence Q3 + 3·IQR = 16.75.
+/// let s = Summary::from_samples(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 100.0]).unwrap();
+/// assert_eq!((s.outliers.high_mild, s.outliers.high_severe), (0, 1));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outliers {
+    /// Below Q1 − 3·IQR.
+    pub low_severe: usize,
+    /// Between Q1 − 3·IQR and Q1 − 1.5·IQR.
+    pub low_mild: usize,
+    /// Between Q3 + 1.5·IQR and Q3 + 3·IQR.
+    pub high_mild: usize,
+    /// Above Q3 + 3·IQR.
+    pub high_severe: usize,
+}
+
+impl Outliers {
+    /// Classifies `samples` against the fences of the quartiles `q1` and `q3`.
+    pub fn classify(samples: &[f64], q1: f64, q3: f64) -> Outliers {
+        let iqr = q3 - q1;
+        let mut counts = Outliers::default();
+        for &x in samples {
+            if x < q1 - 3.0 * iqr {
+                counts.low_severe += 1;
+            } else if x < q1 - 1.5 * iqr {
+                counts.low_mild += 1;
+            } else if x > q3 + 3.0 * iqr {
+                counts.high_severe += 1;
+            } else if x > q3 + 1.5 * iqr {
+                counts.high_mild += 1;
+            }
+        }
+        counts
+    }
+
+    /// All outliers, mild and severe.
+    pub fn total(&self) -> usize {
+        self.low_severe + self.low_mild + self.high_mild + self.high_severe
+    }
+
+    /// `mild/severe` counts as a short text, e.g. `2/1`.
+    pub fn short_text(&self) -> String {
+        format!(
+            "{}/{}",
+            self.low_mild + self.high_mild,
+            self.low_severe + self.high_severe
+        )
+    }
+}
+
+/// A distribution-free 95 % confidence interval of the median of ascending `sorted`: the order
+/// statistics `x(j)` and `x(n+1−j)` (1-based) for the largest `j` whose coverage
+/// `1 − 2·P(B ≤ j − 1)`, with B ~ Binomial(n, ½), is still at least 95 %.
+///
+/// No assumption on the distribution of the samples (timings are skewed), which is why it is the
+/// interval rounds are compared with. `None` below 6 samples: even `[min, max]` covers less.
+///
+/// ```
+/// use parbench_cli::stats::median_ci95_sorted;
+/// let ten: Vec<f64> = (1..=10).map(f64::from).collect();
+/// assert_eq!(median_ci95_sorted(&ten), Some((2.0, 9.0)));
+/// assert_eq!(median_ci95_sorted(&[1.0, 2.0, 3.0, 4.0, 5.0]), None);
+/// ```
+pub fn median_ci95_sorted(sorted: &[f64]) -> Option<(f64, f64)> {
+    let n = sorted.len();
+    // P(B ≤ k) accumulated in log space so that 2^-n cannot underflow for large n.
+    let half_log = -(n as f64) * std::f64::consts::LN_2;
+    let mut log_pmf = half_log; // P(B = 0)
+    let mut cdf = 0.0;
+    let mut best = None;
+    for j in 1..=n / 2 {
+        // Here cdf = P(B ≤ j − 2); add P(B = j − 1).
+        cdf += log_pmf.exp();
+        if 1.0 - 2.0 * cdf < 0.95 {
+            break;
+        }
+        best = Some(j);
+        let k = (j - 1) as f64;
+        log_pmf += ((n as f64 - k) / (k + 1.0)).ln();
+    }
+    best.map(|j| (sorted[j - 1], sorted[n - j]))
+}
+
+/// The median of `values` in any order; `None` when empty or not all finite.
+///
+/// ```
+/// use parbench_cli::stats::median;
+/// assert_eq!(median(&[3.0, 1.0, 2.0, 10.0]), Some(2.5));
+/// ```
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    Some(percentile_sorted(&sorted, 50.0))
+}
+
+/// How a cell's rounds (each in its own process) agree with each other.
+///
+/// A sweep with `--rounds R` measures every cell in R child processes. The spread of the per-round
+/// medians is the between-process variation a single process's confidence interval cannot show.
+/// A cell is *unstable* when two rounds' distribution-free 95 % intervals of the median
+/// ([`median_ci95_sorted`]) do not overlap: the rounds disagree by more than their own noise.
+///
+/// ```
+/// use parbench_cli::stats::RoundSpread;
+/// let steady: Vec<f64> = (0..10).map(|i| 100.0 + f64::from(i)).collect();
+/// let shifted: Vec<f64> = steady.iter().map(|x| x * 1.5).collect();
+/// let spread = RoundSpread::from_rounds(&[&steady, &shifted]).unwrap();
+/// assert!(spread.unstable);
+/// assert!((spread.spread - 0.5).abs() < 1e-12); // rounds differ by 50 %
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundSpread {
+    /// Median of each round's samples, in round order.
+    pub medians: Vec<f64>,
+    /// Smallest round median.
+    pub min: f64,
+    /// Largest round median.
+    pub max: f64,
+    /// `(max − min) / min`: how far the rounds differ, as a fraction.
+    pub spread: f64,
+    /// Lower end of the 95 % Student-t interval of the round medians' mean (R − 1 degrees of
+    /// freedom); `None` with fewer than two rounds.
+    pub ci95_low: Option<f64>,
+    /// Upper end of that interval.
+    pub ci95_high: Option<f64>,
+    /// Two rounds' 95 % intervals of the median do not overlap.
+    pub unstable: bool,
+}
+
+impl RoundSpread {
+    /// The spread of `rounds`, each one round's samples; `None` without any round or with a round
+    /// that has no (finite) samples.
+    pub fn from_rounds(rounds: &[&[f64]]) -> Option<RoundSpread> {
+        let summaries: Vec<Summary> = rounds
+            .iter()
+            .map(|samples| Summary::from_samples(samples))
+            .collect::<Option<_>>()?;
+        let medians: Vec<f64> = summaries.iter().map(|s| s.median).collect();
+        let whole = Summary::from_samples(&medians)?;
+        let (ci95_low, ci95_high) = match whole.se {
+            Some(se) => {
+                let half = student_t95(medians.len() - 1) * se;
+                (Some(whole.mean - half), Some(whole.mean + half))
+            }
+            None => (None, None),
+        };
+        let highest_low = summaries
+            .iter()
+            .filter_map(|s| s.median_ci95_low)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let lowest_high = summaries
+            .iter()
+            .filter_map(|s| s.median_ci95_high)
+            .fold(f64::INFINITY, f64::min);
+        Some(RoundSpread {
+            min: whole.min,
+            max: whole.max,
+            spread: if whole.min > 0.0 {
+                (whole.max - whole.min) / whole.min
+            } else {
+                0.0
+            },
+            ci95_low,
+            ci95_high,
+            unstable: highest_low > lowest_high,
+            medians,
+        })
+    }
+}
+
+/// A small seeded pseudo-random generator (SplitMix64): the same seed gives the same sequence on
+/// every machine, which is what a recorded shuffle or a reproducible bootstrap needs.
+///
+/// ```
+/// use parbench_cli::stats::SplitMix64;
+/// let mut a = SplitMix64::new(7);
+/// let mut b = SplitMix64::new(7);
+/// assert_eq!(a.next_u64(), b.next_u64());
+/// assert!(a.below(10) < 10);
+/// ```
+#[derive(Debug, Clone)]
+pub struct SplitMix64 {
+    state: u64,
+}
+
+impl SplitMix64 {
+    /// A generator started from `seed`.
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64 { state: seed }
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..bound` (`bound` ≥ 1), by multiply-shift (bias below 2^-32 for any bound
+    /// a sweep uses).
+    pub fn below(&mut self, bound: usize) -> usize {
+        ((u128::from(self.next_u64()) * bound as u128) >> 64) as usize
+    }
+
+    /// Shuffles `items` in place (Fisher–Yates).
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            items.swap(i, self.below(i + 1));
+        }
+    }
+}
+
+/// The ratio `median(b) / median(a)` with a 95 % percentile-bootstrap confidence interval:
+/// `resamples` times, both sample sets are resampled with replacement and the ratio of the
+/// resampled medians recorded; the interval is the 2.5th–97.5th percentile of those ratios.
+///
+/// Returns `(ratio, low, high)`; `None` when either side has no finite samples or a zero median.
+///
+/// ```
+/// use parbench_cli::stats::bootstrap_ratio_ci;
+/// let a: Vec<f64> = (0..20).map(|i| 1.0 + 0.01 * f64::from(i)).collect();
+/// let b: Vec<f64> = a.iter().map(|x| 2.0 * x).collect();
+/// let (ratio, low, high) = bootstrap_ratio_ci(&a, &b, 1000, 1).unwrap();
+/// assert!((ratio - 2.0).abs() < 1e-12 && low <= 2.0 && high >= 2.0);
+/// ```
+pub fn bootstrap_ratio_ci(
+    a: &[f64],
+    b: &[f64],
+    resamples: usize,
+    seed: u64,
+) -> Option<(f64, f64, f64)> {
+    let (median_a, median_b) = (median(a)?, median(b)?);
+    if median_a == 0.0 {
+        return None;
+    }
+    let mut rng = SplitMix64::new(seed);
+    let mut resample = |values: &[f64], buffer: &mut Vec<f64>| {
+        buffer.clear();
+        buffer.extend((0..values.len()).map(|_| values[rng.below(values.len())]));
+        buffer.sort_by(f64::total_cmp);
+        percentile_sorted(buffer, 50.0)
+    };
+    let (mut buffer_a, mut buffer_b) = (Vec::new(), Vec::new());
+    let mut ratios: Vec<f64> = (0..resamples.max(1))
+        .map(|_| resample(b, &mut buffer_b) / resample(a, &mut buffer_a))
+        .filter(|r| r.is_finite())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    if ratios.is_empty() {
+        return None;
+    }
+    Some((
+        median_b / median_a,
+        percentile_sorted(&ratios, 2.5),
+        percentile_sorted(&ratios, 97.5),
+    ))
 }
 
 /// Two-sided 95 % quantiles of Student's t distribution, `t(0.975, df)`, for df = 1..=30.
@@ -191,10 +479,17 @@ pub fn student_t95(df: usize) -> f64 {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Relative {
-    /// Baseline median time over this cell's median time.
+    /// Baseline median time over this cell's median time; with rounds, the median of the
+    /// per-round ratios (see [`Relative::paired`]).
     pub speedup: f64,
     /// Speed-up per thread, `speedup / threads`.
     pub efficiency: f64,
+    /// Smallest per-round speed-up, when the speed-up was paired by round.
+    #[serde(default)]
+    pub speedup_min: Option<f64>,
+    /// Largest per-round speed-up, when the speed-up was paired by round.
+    #[serde(default)]
+    pub speedup_max: Option<f64>,
 }
 
 impl Relative {
@@ -205,7 +500,41 @@ impl Relative {
         Relative {
             speedup,
             efficiency: speedup / threads.max(1) as f64,
+            speedup_min: None,
+            speedup_max: None,
         }
+    }
+
+    /// Speed-up paired by round: round r's baseline median over round r's median of this cell,
+    /// for every round, summarised by their median (with min and max). Both cells ran in the same
+    /// process, close in time, in each round, so drift of the machine between rounds cancels.
+    /// `None` unless both have the same number (≥ 1) of round medians, all positive.
+    ///
+    /// ```
+    /// use parbench_cli::stats::Relative;
+    /// // The machine slowed down by half in round 2; the paired speed-up does not notice.
+    /// let r = Relative::paired(&[4.0, 6.0, 4.0], &[2.0, 3.0, 1.6], 2).unwrap();
+    /// assert_eq!((r.speedup, r.speedup_min, r.speedup_max), (2.0, Some(2.0), Some(2.5)));
+    /// ```
+    pub fn paired(baseline_rounds: &[f64], rounds: &[f64], threads: usize) -> Option<Relative> {
+        if rounds.is_empty()
+            || baseline_rounds.len() != rounds.len()
+            || rounds.iter().chain(baseline_rounds).any(|&x| x <= 0.0)
+        {
+            return None;
+        }
+        let ratios: Vec<f64> = baseline_rounds
+            .iter()
+            .zip(rounds)
+            .map(|(b, c)| b / c)
+            .collect();
+        let speedup = median(&ratios)?;
+        Some(Relative {
+            speedup,
+            efficiency: speedup / threads.max(1) as f64,
+            speedup_min: ratios.iter().copied().reduce(f64::min),
+            speedup_max: ratios.iter().copied().reduce(f64::max),
+        })
     }
 }
 
@@ -215,6 +544,106 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-12 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn outliers_follow_tukeys_fences() {
+        // Q1 = 10, Q3 = 20 on these quartiles: mild fences -5 / 35, severe fences -20 / 50.
+        let samples = [-30.0, -10.0, -5.0, 10.0, 20.0, 35.0, 36.0, 50.0, 51.0];
+        let o = Outliers::classify(&samples, 10.0, 20.0);
+        // -5 and 35 sit exactly on a fence: not outliers; 50 is on the severe fence: mild.
+        assert_eq!(
+            o,
+            Outliers {
+                low_severe: 1,
+                low_mild: 1,
+                high_mild: 2,
+                high_severe: 1
+            }
+        );
+        assert_eq!((o.total(), o.short_text().as_str()), (5, "3/2"));
+        // numpy.percentile([1,2,3,4,5,6,7,100], [25, 75]) = [2.75, 6.25]; IQR 3.5: 100 > 16.75.
+        let s = Summary::from_samples(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 100.0]).unwrap();
+        assert_eq!(s.outliers.high_severe, 1);
+        assert_eq!(s.outliers.total(), 1);
+    }
+
+    #[test]
+    fn median_interval_uses_binomial_order_statistics() {
+        let values = |n: u32| -> Vec<f64> { (1..=n).map(f64::from).collect() };
+        // n = 6: [x1, x6] covers 1 − 2/64 = 96.9 %; [x2, x5] only 78 %.
+        assert_eq!(median_ci95_sorted(&values(6)), Some((1.0, 6.0)));
+        // n = 10: [x2, x9] covers 1 − 2·11/1024 = 97.9 %; [x3, x8] 89 %.
+        assert_eq!(median_ci95_sorted(&values(10)), Some((2.0, 9.0)));
+        // n = 30: ranks 10 and 21 (P(B ≤ 9) = 0.0214, coverage 95.7 %; P(B ≤ 10) = 0.0494).
+        assert_eq!(median_ci95_sorted(&values(30)), Some((10.0, 21.0)));
+        assert_eq!(median_ci95_sorted(&values(5)), None);
+        // Large n does not underflow: the interval narrows around the middle.
+        let (low, high) = median_ci95_sorted(&values(5000)).unwrap();
+        assert!(low > 2400.0 && high < 2600.0 && low < 2500.5 && high > 2500.5);
+    }
+
+    #[test]
+    fn round_spread_reports_medians_interval_and_instability() {
+        let round = |offset: f64| -> Vec<f64> { (0..10).map(|i| offset + f64::from(i)).collect() };
+        let (a, b, c) = (round(100.0), round(101.0), round(102.0));
+        // Medians 104.5, 105.5, 106.5: mean 105.5, SD 1, SE 1/√3, t(0.975, 2) = 4.3027.
+        let spread = RoundSpread::from_rounds(&[&a, &b, &c]).unwrap();
+        assert_eq!(spread.medians, [104.5, 105.5, 106.5]);
+        assert_eq!((spread.min, spread.max), (104.5, 106.5));
+        assert!(close(spread.spread, 2.0 / 104.5));
+        let half = 4.3027 / 3f64.sqrt();
+        assert!(close(spread.ci95_low.unwrap(), 105.5 - half));
+        assert!(close(spread.ci95_high.unwrap(), 105.5 + half));
+        // Round intervals [101, 108], [102, 109], [103, 110] overlap: stable.
+        assert!(!spread.unstable);
+        // A round whose interval [112, 119] lies above [101, 108]: unstable.
+        let far = round(111.0);
+        assert!(RoundSpread::from_rounds(&[&a, &far]).unwrap().unstable);
+        assert!(RoundSpread::from_rounds(&[&a, &[]]).is_none());
+        let one = RoundSpread::from_rounds(&[&a]).unwrap();
+        assert_eq!((one.ci95_low, one.unstable), (None, false));
+    }
+
+    #[test]
+    fn paired_speedup_is_the_median_of_per_round_ratios() {
+        let r = Relative::paired(&[10.0, 20.0, 12.0], &[5.0, 5.0, 4.0], 4).unwrap();
+        // Ratios 2, 4, 3.
+        assert_eq!(r.speedup, 3.0);
+        assert_eq!((r.speedup_min, r.speedup_max), (Some(2.0), Some(4.0)));
+        assert!(close(r.efficiency, 0.75));
+        assert!(Relative::paired(&[1.0], &[1.0, 2.0], 1).is_none());
+        assert!(Relative::paired(&[], &[], 1).is_none());
+        assert!(Relative::paired(&[1.0], &[0.0], 1).is_none());
+    }
+
+    #[test]
+    fn bootstrap_ratio_brackets_a_known_factor_and_is_reproducible() {
+        let a: Vec<f64> = (0..40).map(|i| 1.0 + 0.05 * f64::from(i % 7)).collect();
+        let b: Vec<f64> = a.iter().map(|x| 2.0 * x).collect();
+        let first = bootstrap_ratio_ci(&a, &b, 2000, 42).unwrap();
+        assert!(close(first.0, 2.0));
+        assert!(first.1 <= 2.0 && first.2 >= 2.0 && first.1 > 1.7 && first.2 < 2.3);
+        assert_eq!(bootstrap_ratio_ci(&a, &b, 2000, 42), Some(first));
+        // Identical sets: the interval contains 1.
+        let same = bootstrap_ratio_ci(&a, &a, 2000, 1).unwrap();
+        assert!(same.1 <= 1.0 && same.2 >= 1.0);
+        assert!(bootstrap_ratio_ci(&[], &a, 10, 1).is_none());
+        assert!(bootstrap_ratio_ci(&[0.0], &a, 10, 1).is_none());
+    }
+
+    #[test]
+    fn shuffle_is_a_seeded_permutation() {
+        let mut a: Vec<usize> = (0..50).collect();
+        let mut b = a.clone();
+        SplitMix64::new(9).shuffle(&mut a);
+        SplitMix64::new(9).shuffle(&mut b);
+        assert_eq!(a, b, "same seed, same order");
+        let mut c: Vec<usize> = (0..50).collect();
+        SplitMix64::new(10).shuffle(&mut c);
+        assert_ne!(a, c, "another seed, another order");
+        a.sort_unstable();
+        assert_eq!(a, (0..50).collect::<Vec<_>>(), "a permutation");
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! Order matters for fairness and cost. A kernel's input is prepared once per thread count (some
 //! default sizes scale with it) and then run on every scheduler, so every scheduler times the same
 //! data; each cell builds its own executor (its own pool), does `warmup` untimed runs and then
-//! `runs` timed ones, and drops the pool before the next cell so that idle workers of one scheduler
-//! never compete with the next.
+//! `runs` timed ones, and drops the pool before the next cell. Every executor's drop returns only
+//! once its worker threads have exited (rayon's included), so no idle or spinning worker of one
+//! cell competes with the next. `sweep --rounds` ([`crate::rounds`]) runs the cells of each round
+//! in a shuffled order ([`run_cells`]) in a fresh process.
 //!
 //! A cell that fails — the executor cannot be built, the OS refuses a thread to `spawn`, the
 //! kernel computes a wrong result, or even panics — is recorded as that cell's error and the sweep
@@ -17,6 +19,7 @@
 //! failing that the `seq` cell with one thread; it is recomputed after every cell so that the
 //! report is complete whenever an observer looks at it.
 
+use std::collections::hash_map::{Entry, HashMap};
 use std::panic::{self, AssertUnwindSafe};
 
 use parbench_kernels::{
@@ -73,6 +76,36 @@ impl SweepPlan {
     /// Number of cells the plan measures.
     pub fn cell_count(&self) -> usize {
         self.kernels.len() * self.schedulers.len() * self.threads.len()
+    }
+
+    /// The cell at `index` in the canonical order (kernels, then thread counts, then schedulers):
+    /// its kernel's index in `kernels`, its thread count and its scheduler.
+    ///
+    /// ```
+    /// use parbench_cli::sweep::SweepPlan;
+    /// use parbench_kernels::{registry, ExecutorKind, Params, PinPolicy};
+    /// let plan = SweepPlan {
+    ///     kernels: registry().iter().take(2).copied().collect(),
+    ///     schedulers: vec![ExecutorKind::Tree, ExecutorKind::Seq],
+    ///     threads: vec![1, 2],
+    ///     runs: 1, warmup: 0, pin: PinPolicy::None, params: Params::new(),
+    /// };
+    /// assert_eq!(plan.cell_at(0), Some((0, 1, ExecutorKind::Tree)));
+    /// assert_eq!(plan.cell_at(3), Some((0, 2, ExecutorKind::Seq)));
+    /// assert_eq!(plan.cell_at(4), Some((1, 1, ExecutorKind::Tree)));
+    /// assert_eq!(plan.cell_at(8), None);
+    /// ```
+    pub fn cell_at(&self, index: usize) -> Option<(usize, usize, ExecutorKind)> {
+        if index >= self.cell_count() {
+            return None;
+        }
+        let per_kernel = self.threads.len() * self.schedulers.len();
+        let within = index % per_kernel;
+        Some((
+            index / per_kernel,
+            self.threads[within / self.schedulers.len()],
+            self.schedulers[within % self.schedulers.len()],
+        ))
     }
 
     /// Number of kernel runs, warm-up included.
@@ -140,26 +173,48 @@ pub fn run_sweep(
     report: &mut Report,
     observer: &mut dyn SweepObserver,
 ) -> Result<(), SweepError> {
-    for &kernel in &plan.kernels {
-        for &threads in &plan.threads {
-            let mut prepared = kernel.prepare(&plan.params, threads)?;
-            for &kind in &plan.schedulers {
-                let threads_text = threads.to_string();
-                let labels = [
-                    ("kernel", kernel.name()),
-                    ("scheduler", kind.name()),
-                    ("threads", threads_text.as_str()),
-                ];
-                observer.cell_started(&format!("{} / {} / {threads}", kernel.name(), kind));
-                let measured =
-                    measure_cell(plan, prepared.as_mut(), kind, threads, &labels, observer);
-                report.cells.push(measured.cell);
-                assign_relatives(&mut report.cells);
-                observer.cell_finished(report)?;
-                if measured.panicked {
-                    prepared = kernel.prepare(&plan.params, threads)?;
-                }
-            }
+    let order: Vec<usize> = (0..plan.cell_count()).collect();
+    run_cells(plan, &order, report, observer)
+}
+
+/// Measures the cells of `plan` whose indices (see [`SweepPlan::cell_at`]) `order` lists, in
+/// that order, appending to `report.cells`; a round of `sweep --rounds` runs the cells shuffled.
+///
+/// A kernel's input is prepared once per thread count, the first time a cell needs it, and kept
+/// for the round, so every scheduler times the same data whatever the order.
+///
+/// # Errors
+/// As [`run_sweep`]; an index past the plan is skipped.
+pub fn run_cells(
+    plan: &SweepPlan,
+    order: &[usize],
+    report: &mut Report,
+    observer: &mut dyn SweepObserver,
+) -> Result<(), SweepError> {
+    let mut inputs: HashMap<(usize, usize), Box<dyn PreparedKernel>> = HashMap::new();
+    for &index in order {
+        let Some((kernel_index, threads, kind)) = plan.cell_at(index) else {
+            continue;
+        };
+        let kernel = plan.kernels[kernel_index];
+        let prepared = match inputs.entry((kernel_index, threads)) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(entry) => entry.insert(kernel.prepare(&plan.params, threads)?),
+        };
+        let threads_text = threads.to_string();
+        let labels = [
+            ("kernel", kernel.name()),
+            ("scheduler", kind.name()),
+            ("threads", threads_text.as_str()),
+        ];
+        observer.cell_started(&format!("{} / {} / {threads}", kernel.name(), kind));
+        let measured = measure_cell(plan, prepared.as_mut(), kind, threads, &labels, observer);
+        report.cells.push(measured.cell);
+        assign_relatives(&mut report.cells);
+        observer.cell_finished(report)?;
+        if measured.panicked {
+            // The next cell of this input prepares it afresh.
+            inputs.remove(&(kernel_index, threads));
         }
     }
     Ok(())
@@ -274,7 +329,7 @@ fn record_metric(series: &mut Vec<MetricSeries>, metric: parbench_kernels::Metri
 /// assert_eq!((tree.speedup, tree.efficiency), (2.0, 1.0));
 /// ```
 pub fn assign_relatives(cells: &mut [Cell]) {
-    let baseline_median = |cells: &[Cell], kernel: &str, threads: &str| -> Option<f64> {
+    let baseline = |cells: &[Cell], kernel: &str, threads: &str| -> Option<(f64, Vec<f64>)> {
         cells
             .iter()
             .find(|c| {
@@ -282,8 +337,7 @@ pub fn assign_relatives(cells: &mut [Cell]) {
                     && c.label("scheduler") == Some(BASELINE_SCHEDULER.name())
                     && c.label("threads") == Some(threads)
             })
-            .and_then(|c| c.summary.as_ref())
-            .map(|s| s.median)
+            .and_then(|c| Some((c.summary.as_ref()?.median, round_medians(c))))
     };
     for index in 0..cells.len() {
         let cell = &cells[index];
@@ -297,16 +351,27 @@ pub fn assign_relatives(cells: &mut [Cell]) {
         let Ok(threads) = threads_text.parse::<usize>() else {
             continue;
         };
-        let baseline = baseline_median(cells, kernel, threads_text)
-            .or_else(|| baseline_median(cells, kernel, "1"));
+        let baseline =
+            baseline(cells, kernel, threads_text).or_else(|| baseline(cells, kernel, "1"));
         let workers = if cell.label("scheduler") == Some(BASELINE_SCHEDULER.name()) {
             1
         } else {
             threads
         };
-        let relative = baseline.map(|b| Relative::against(b, summary.median, workers));
+        // Paired by round when both were measured in the same rounds, else medians over all.
+        let relative = baseline.map(|(median, rounds)| {
+            Relative::paired(&rounds, &round_medians(cell), workers)
+                .unwrap_or_else(|| Relative::against(median, summary.median, workers))
+        });
         cells[index].relative = relative;
     }
+}
+
+/// The cell's per-round medians (empty without rounds).
+fn round_medians(cell: &Cell) -> Vec<f64> {
+    cell.rounds
+        .as_ref()
+        .map_or_else(Vec::new, |r| r.medians.clone())
 }
 
 #[cfg(test)]

@@ -9,8 +9,9 @@ use std::process::{Command, Output, Stdio};
 
 use parbench_cli::results::Report;
 
-/// A sweep small enough for a debug build: reduce on 5000 elements, two schedulers, two runs.
-const TINY: [&str; 14] = [
+/// A sweep small enough for a debug build: reduce on 5000 elements, two schedulers, two rounds of
+/// two runs.
+const TINY: [&str; 16] = [
     "sweep",
     "--kernels",
     "reduce",
@@ -19,6 +20,8 @@ const TINY: [&str; 14] = [
     "--threads",
     "1,2",
     "--runs",
+    "2",
+    "--rounds",
     "2",
     "--warmup",
     "0",
@@ -100,6 +103,42 @@ fn tiny_sweep_prints_a_table_with_every_cell() {
 }
 
 #[test]
+fn rounds_run_in_seeded_shuffled_orders_that_are_recorded() {
+    let path = scratch("rounds.json");
+    let mut args = TINY.to_vec();
+    let rounds = args.iter().position(|&a| a == "--rounds").unwrap();
+    args[rounds + 1] = "3";
+    args.extend(["--seed", "11", "-o", path.to_str().unwrap()]);
+    let output = cli(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: Report = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    let setting = |name: &str| report.metadata.settings.get(name).cloned();
+    assert_eq!(setting("rounds").as_deref(), Some("3"));
+    assert_eq!(setting("seed").as_deref(), Some("11"));
+    let orders = parbench_cli::rounds::round_orders(4, 3, 11);
+    for (round, order) in orders.iter().enumerate() {
+        let text: Vec<String> = order.iter().map(usize::to_string).collect();
+        assert_eq!(
+            setting(&format!("order.round{}", round + 1)),
+            Some(text.join(" "))
+        );
+    }
+    for cell in &report.cells {
+        assert_eq!(cell.samples_s.len(), 6, "3 rounds × 2 runs");
+        let spread = cell.rounds.as_ref().expect("round spread");
+        assert_eq!(spread.medians.len(), 3);
+        assert!(spread.min <= spread.max);
+    }
+    // Without --seed, a seed is still chosen and recorded.
+    let path = scratch("rounds-unseeded.json");
+    let output = tiny(&["-o", path.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: Report = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    let seed = report.metadata.settings.get("seed").expect("seed recorded");
+    assert!(seed.parse::<u64>().is_ok(), "{seed}");
+}
+
+#[test]
 fn csv_format_has_a_header_and_a_row_per_cell() {
     let output = tiny(&["--format", "csv"]);
     assert!(output.status.success(), "{}", stderr(&output));
@@ -107,10 +146,10 @@ fn csv_format_has_a_header_and_a_row_per_cell() {
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("kernel,scheduler,threads,runs,median_s"));
     assert_eq!(lines.len(), 5);
-    // Two raw samples, space-separated, in the last column.
+    // Four raw samples (two rounds of two), space-separated, in the last column.
     assert!(lines[1..]
         .iter()
-        .all(|l| l.rsplit(',').next().unwrap().split(' ').count() == 2));
+        .all(|l| l.rsplit(',').next().unwrap().split(' ').count() == 4));
 }
 
 #[test]
@@ -122,7 +161,11 @@ fn json_format_is_a_complete_report() {
     assert!(report
         .cells
         .iter()
-        .all(|c| c.samples_s.len() == 2 && c.summary.is_some()));
+        .all(|c| c.samples_s.len() == 4 && c.summary.is_some()));
+    assert!(report
+        .cells
+        .iter()
+        .all(|c| c.rounds.as_ref().is_some_and(|r| r.medians.len() == 2)));
     assert_eq!(
         report.metadata.settings.get("runs").map(String::as_str),
         Some("2")
@@ -309,9 +352,18 @@ fn malformed_input_file_is_a_one_line_error() {
 fn results_measured_before_an_error_are_still_written() {
     let results = scratch("partial.json");
     // spmv-balanced (which takes no `n`) is measured, then nqueens rejects `--n 0` when it is
-    // prepared: an error after measuring (input files are checked before anything runs).
+    // prepared: an error after measuring (input files are checked before anything runs). The
+    // seed is one whose first round measures spmv first.
+    let seed = (0..)
+        .find(|&seed| parbench_cli::rounds::round_orders(2, 1, seed)[0] == [0, 1])
+        .unwrap()
+        .to_string();
     let output = cli(&[
         "sweep",
+        "--seed",
+        &seed,
+        "--rounds",
+        "1",
         "--kernels",
         "spmv-balanced,nqueens",
         "--schedulers",

@@ -198,6 +198,17 @@ impl Params {
         self
     }
 
+    /// Every parameter that was set, `(name, value)` in name order (defaults not included).
+    ///
+    /// ```
+    /// use parbench_kernels::Params;
+    /// let params = Params::new().with("n", "8").with("cutoff", "3");
+    /// assert_eq!(params.iter().collect::<Vec<_>>(), [("cutoff", "3"), ("n", "8")]);
+    /// ```
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// [`Params::set`] by value, for building parameters in one expression.
     pub fn with(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.set(name, value);
