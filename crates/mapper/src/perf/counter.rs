@@ -90,14 +90,47 @@ impl EventCounter {
     /// }
     /// ```
     pub fn open_on_current_thread(spec: &EventSpec) -> Result<EventCounter, ProfileError> {
+        Self::open_with(spec, |_| {})
+    }
+
+    /// Opens `spec` on the calling thread *for the programs it is about to start*: disabled,
+    /// inherited by every thread and process created from now on (`inherit`), and enabled in a
+    /// child when it calls `exec` (`enable_on_exec`). The caller's own work is not counted; a
+    /// started command's threads and child processes are, each with its own inherited copy of the
+    /// counter, and their counts add up into this one as they exit. Read it after the command
+    /// has exited. No other thread of the caller may start processes meanwhile.
+    ///
+    /// # Errors
+    /// As [`open_on_current_thread`](Self::open_on_current_thread).
+    ///
+    /// ```
+    /// use parbench_mapper::perf::{EventCounter, SOFTWARE_EVENTS};
+    /// let mut counter = EventCounter::open_for_next_exec(&SOFTWARE_EVENTS[0])?;
+    /// std::process::Command::new("true").status().unwrap();
+    /// assert!(counter.read()?.count > 0); // the task clock of `true`, not of this thread
+    /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
+    /// ```
+    pub fn open_for_next_exec(spec: &EventSpec) -> Result<EventCounter, ProfileError> {
+        Self::open_with(spec, |builder| {
+            builder.enabled(false).inherit(true).enable_on_exec(true);
+        })
+    }
+
+    fn open_with(
+        spec: &EventSpec,
+        configure: impl Fn(&mut Builder<'static>),
+    ) -> Result<EventCounter, ProfileError> {
+        let build = |include_kernel| {
+            let mut builder = Self::builder(spec, include_kernel);
+            configure(&mut builder);
+            builder.build()
+        };
         let counter = match spec.source {
             // Context switches and migrations happen in the kernel: a user-only software counter
             // (perf-event's default) never sees them. Count kernel time where the kernel allows
             // it (root, or perf_event_paranoid <= 1) and fall back to user-only otherwise.
-            EventSource::Software(_) => Self::builder(spec, true)
-                .build()
-                .or_else(|_| Self::builder(spec, false).build()),
-            _ => Self::builder(spec, false).build(),
+            EventSource::Software(_) => build(true).or_else(|_| build(false)),
+            _ => build(false),
         }
         .map_err(|error| ProfileError::from_open(spec.name, error))?;
         Ok(EventCounter {

@@ -11,6 +11,7 @@
 //! metric that needed it is `None` with the missing counters named. Opening a single hardware
 //! counter directly returns [`ProfileError::Unsupported`]; nothing here panics on a missing PMU.
 
+pub mod command;
 pub mod counter;
 pub mod events;
 pub mod metrics;
@@ -21,6 +22,7 @@ mod workload_mix;
 use std::io;
 use std::path::PathBuf;
 
+pub use command::{profile_command, CommandProfile};
 pub use counter::{EventCounter, Reading};
 pub use events::{
     event_table, int_class_is_derived, CpuFamily, EventSource, EventSpec, Quantity, SOFTWARE_EVENTS,
@@ -87,6 +89,14 @@ pub enum ProfileError {
         path: PathBuf,
         /// What the parser said.
         source: serde_json::Error,
+    },
+    /// A command to profile could not be started.
+    #[error("cannot run `{command}`: {source}")]
+    CommandFailed {
+        /// The command line.
+        command: String,
+        /// The OS error.
+        source: io::Error,
     },
     /// The profile lacks the class counters needed for an instruction mix.
     #[error("the profile has no instruction-class counts ({}) — use a profile recorded on hardware with a PMU, or the kernel's declared mix", missing.join(", "))]

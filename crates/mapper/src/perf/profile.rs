@@ -410,13 +410,7 @@ impl Profile {
     /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
     /// ```
     pub fn write_json(&self, path: impl AsRef<Path>) -> Result<(), ProfileError> {
-        let path = path.as_ref();
-        let file_error = |source| ProfileError::File {
-            path: path.to_owned(),
-            source,
-        };
-        let text = serde_json::to_string_pretty(self).map_err(|e| file_error(e.into()))?;
-        std::fs::write(path, text + "\n").map_err(file_error)
+        write_json_file(self, path.as_ref())
     }
 
     /// Reads a profile written by [`write_json`](Self::write_json) (or by hand).
@@ -430,16 +424,32 @@ impl Profile {
     /// assert!(matches!(Profile::read_json("/nonexistent.json"), Err(ProfileError::File { .. })));
     /// ```
     pub fn read_json(path: impl AsRef<Path>) -> Result<Profile, ProfileError> {
-        let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::File {
-            path: path.to_owned(),
-            source,
-        })?;
-        serde_json::from_str(&text).map_err(|source| ProfileError::Json {
-            path: path.to_owned(),
-            source,
-        })
+        read_json_file(path.as_ref())
     }
+}
+
+/// Writes `value` as pretty JSON to `path` (profiles of kernels and of commands).
+pub(crate) fn write_json_file<T: Serialize>(value: &T, path: &Path) -> Result<(), ProfileError> {
+    let file_error = |source| ProfileError::File {
+        path: path.to_owned(),
+        source,
+    };
+    let text = serde_json::to_string_pretty(value).map_err(|e| file_error(e.into()))?;
+    std::fs::write(path, text + "\n").map_err(file_error)
+}
+
+/// Reads JSON written by [`write_json_file`].
+pub(crate) fn read_json_file<T: serde::de::DeserializeOwned>(
+    path: &Path,
+) -> Result<T, ProfileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ProfileError::File {
+        path: path.to_owned(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|source| ProfileError::Json {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// Human-readable report: per thread the counted quantities and metrics, then what was

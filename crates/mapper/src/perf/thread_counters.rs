@@ -79,6 +79,28 @@ impl ThreadCounters {
         })
     }
 
+    /// Opens every available event of `requested` for the command the calling thread starts
+    /// next, inherited by all of its threads and child processes and enabled when it calls
+    /// `exec` ([`EventCounter::open_for_next_exec`]); [`read`](Self::read) after it exited gives
+    /// the command's totals.
+    ///
+    /// # Errors
+    /// The first counter that fails to open.
+    pub fn open_for_next_exec(
+        requested: &[EventSpec],
+        available: &[EventSpec],
+    ) -> Result<ThreadCounters, ProfileError> {
+        let counters = requested
+            .iter()
+            .filter(|spec| available.contains(spec))
+            .map(EventCounter::open_for_next_exec)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ThreadCounters {
+            requested: requested.to_vec(),
+            counters,
+        })
+    }
+
     /// Starts every counter.
     ///
     /// # Errors

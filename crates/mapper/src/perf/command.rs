@@ -1,0 +1,219 @@
+//! Profiling an unmodified command: its instruction mix for `corun --profile`.
+//!
+//! [`profile_command`] opens the counters on the calling thread *before* starting the command,
+//! disabled, inherited and enabled at `exec`
+//! ([`ThreadCounters::open_for_next_exec`](super::ThreadCounters::open_for_next_exec)): every
+//! thread and child process the command creates gets its own copy of each counter, from its
+//! first instruction, and the copies add up as they exit — so the totals cover all of the
+//! command's threads, however late they start, and nothing of the profiler. The result is one
+//! [`ThreadProfile`](super::ThreadProfile) holding the command's totals (the per-thread split
+//! is not kept by inherited counters).
+//!
+//! Where the machine has no PMU the class counters are unavailable and the profile says so;
+//! the user can declare the command's dominant class instead ([`CommandProfile::declared_class`]),
+//! which [`CommandProfile::mix`] then uses.
+
+use std::fmt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::profile::{read_json_file, write_json_file};
+use super::{probe_events, MixSource, Profile, ProfileError, ProfileRequest, ThreadCounters};
+use crate::mix::{InstrClass, InstructionMix};
+
+/// The profile of one command line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandProfile {
+    /// Program and arguments, as `corun` matches them.
+    pub command: Vec<String>,
+    /// The class the user declared for it, used when the counters cannot measure the mix.
+    pub declared_class: Option<InstrClass>,
+    /// Counter totals over all of its threads and processes (one entry in `threads`).
+    pub profile: Profile,
+    /// Seconds from start to exit.
+    pub wall_s: f64,
+    /// Its exit code (`None` when a signal ended it).
+    pub exit_code: Option<i32>,
+}
+
+impl CommandProfile {
+    /// The command's mix — measured when the class counters were available, else the declared
+    /// class — and where it came from.
+    ///
+    /// ```
+    /// use parbench_mapper::perf::{profile_threads, CommandProfile, MixSource, ProfileRequest};
+    /// use parbench_mapper::InstrClass;
+    /// let profile = profile_threads(&ProfileRequest::software_only("x", 1), |_| {})?;
+    /// let p = CommandProfile { command: vec!["x".into()], declared_class: Some(InstrClass::Fp),
+    ///                          profile, wall_s: 0.1, exit_code: Some(0) };
+    /// let (mix, source) = p.mix();
+    /// assert_eq!((mix.unwrap().count(InstrClass::Fp), source), (1.0, MixSource::Declared));
+    /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
+    /// ```
+    pub fn mix(&self) -> (Option<InstructionMix>, MixSource) {
+        let declared = self
+            .declared_class
+            .map(|class| InstructionMix::new([(class, 1.0)]));
+        self.profile.workload_mix(declared)
+    }
+
+    /// Writes the profile as pretty JSON.
+    ///
+    /// # Errors
+    /// [`ProfileError::File`].
+    pub fn write_json(&self, path: impl AsRef<Path>) -> Result<(), ProfileError> {
+        write_json_file(self, path.as_ref())
+    }
+
+    /// Reads a profile written by [`write_json`](Self::write_json).
+    ///
+    /// # Errors
+    /// [`ProfileError::File`] or [`ProfileError::Json`].
+    pub fn read_json(path: impl AsRef<Path>) -> Result<CommandProfile, ProfileError> {
+        read_json_file(path.as_ref())
+    }
+}
+
+impl fmt::Display for CommandProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let status = self
+            .exit_code
+            .map_or_else(|| "killed by a signal".to_owned(), |c| format!("exit {c}"));
+        writeln!(
+            f,
+            "command: {}\n{status}, wall time {:.3} s; counters cover all of its threads and child processes (inherited)",
+            self.command.join(" "),
+            self.wall_s
+        )?;
+        write!(f, "{}", self.profile)?;
+        let (mix, source) = self.mix();
+        match (mix, source) {
+            (Some(mix), MixSource::Measured) => writeln!(f, "instruction mix (measured): {mix}"),
+            (Some(mix), _) => writeln!(
+                f,
+                "hardware counters for instruction classes are unavailable here: using the declared class {} ({mix})",
+                self.declared_class.map_or("?", InstrClass::name)
+            ),
+            (None, _) => writeln!(
+                f,
+                "hardware counters for instruction classes are unavailable here and no class was declared: \
+                 corun will treat this command's threads as of unknown mix (declare one with --class {})",
+                InstrClass::NAMES.join("|")
+            ),
+        }
+    }
+}
+
+/// Runs `argv` to completion with every event of `request` counted over all its threads and
+/// child processes; the command's output goes to the caller's stderr. Must be called from a
+/// thread that no other part of the program uses to start processes meanwhile.
+///
+/// # Errors
+/// [`ProfileError::CommandFailed`] when the command cannot start; counter errors.
+///
+/// ```
+/// use parbench_mapper::perf::{profile_command, ProfileRequest, Quantity};
+/// let argv = vec!["sh".to_owned(), "-c".to_owned(), "true".to_owned()];
+/// let p = profile_command(&argv, &ProfileRequest::software_only("sh", 1), None)?;
+/// assert_eq!(p.exit_code, Some(0));
+/// assert!(p.profile.thread_totals(0).unwrap()[&Quantity::TaskClockNs].unwrap() > 0.0);
+/// # Ok::<(), parbench_mapper::perf::ProfileError>(())
+/// ```
+pub fn profile_command(
+    argv: &[String],
+    request: &ProfileRequest,
+    declared_class: Option<InstrClass>,
+) -> Result<CommandProfile, ProfileError> {
+    let command_failed = |source| ProfileError::CommandFailed {
+        command: argv.join(" "),
+        source,
+    };
+    let Some((program, args)) = argv.split_first() else {
+        return Err(command_failed(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "empty command",
+        )));
+    };
+    let (available, unavailable) = probe_events(&request.events);
+    let mut counters = ThreadCounters::open_for_next_exec(&request.events, &available)?;
+    let stderr = std::os::fd::AsFd::as_fd(&std::io::stderr())
+        .try_clone_to_owned()
+        .map_err(command_failed)?;
+    let stdout = stderr.try_clone().map_err(command_failed)?;
+    let started = Instant::now();
+    let status = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(stdout))
+        .stderr(Stdio::from(stderr))
+        .status()
+        .map_err(command_failed)?;
+    let wall_s = started.elapsed().as_secs_f64();
+    let totals = counters.read(0)?;
+    Ok(CommandProfile {
+        command: argv.to_vec(),
+        declared_class,
+        profile: Profile {
+            workload: argv.join(" "),
+            family: request.family,
+            threads: vec![totals],
+            unavailable,
+        },
+        wall_s,
+        exit_code: status.code(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::Quantity;
+
+    #[test]
+    fn counters_follow_late_threads_and_child_processes() {
+        // The shell forks two busy children one after the other; the task clock must include
+        // both (inherited by processes created after the start), not only the shell's own.
+        let script = "busy() { i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; }; \
+                      busy & wait; busy & wait";
+        let argv: Vec<String> = ["sh", "-c", script].map(String::from).to_vec();
+        let request = ProfileRequest::software_only("sh", 1);
+        let before = children_cpu_ns();
+        let profile = profile_command(&argv, &request, Some(InstrClass::Int)).unwrap();
+        // The kernel's own account of the CPU time of every waited-for descendant (getrusage
+        // RUSAGE_CHILDREN) must be covered by the inherited task clock, whatever the load.
+        let used = children_cpu_ns() - before;
+        let clock = profile.profile.thread_totals(0).unwrap()[&Quantity::TaskClockNs].unwrap();
+        assert!(used > 0.0);
+        assert!(
+            clock > 0.8 * used,
+            "task clock {clock} ns, descendants used {used} ns"
+        );
+        let path = std::env::temp_dir().join(format!("cmd-profile-{}.json", std::process::id()));
+        profile.write_json(&path).unwrap();
+        assert_eq!(CommandProfile::read_json(&path).unwrap(), profile);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// CPU time (user + system) of all reaped descendants of this process, in nanoseconds.
+    fn children_cpu_ns() -> f64 {
+        // SAFETY: all-zero is a valid rusage; getrusage fills it and reads nothing else.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is a valid, writable rusage.
+        assert_eq!(
+            unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) },
+            0
+        );
+        let ns = |t: libc::timeval| t.tv_sec as f64 * 1e9 + t.tv_usec as f64 * 1e3;
+        ns(usage.ru_utime) + ns(usage.ru_stime)
+    }
+
+    #[test]
+    fn a_missing_program_is_a_typed_error() {
+        let argv = vec!["no-such-program-here".to_owned()];
+        let result = profile_command(&argv, &ProfileRequest::software_only("x", 1), None);
+        assert!(matches!(result, Err(ProfileError::CommandFailed { .. })));
+    }
+}
