@@ -6,11 +6,11 @@
 # Disassembles an aarch64 binary that links parbench-atomics and, for every entry point
 # `parbench_atomics_{lse,llsc}_<operation>` (one per lock operation × backend), counts the atomic
 # instructions and checks:
-#   - LSE functions contain the LSE instruction they are named for (swpa, casa, ldadda, ldaddal) or
+#   - LSE functions contain the LSE instruction they are named for (swpa, casa, casal, ldadda, ldaddal, lduminal) or
 #     stlr for unlocks, and no exclusive load/store (ldxr, ldaxr, stxr, stlxr);
 #   - LL/SC functions contain ldaxr + stxr (stlxr for the counter), clrex where a compare can fail,
 #     stlr for unlocks, and no LSE instruction at all;
-#   - all 18 functions are present.
+#   - all 22 functions are present.
 # Prints one row of counts per function; exits 1 on any violation.
 set -euo pipefail
 
@@ -29,7 +29,9 @@ BEGIN {
     need["lse", "ticket_try_lock"] = "casa";     need["llsc", "ticket_try_lock"] = "ldaxr stxr clrex"
     need["lse", "ticket_unlock"] = "stlr";       need["llsc", "ticket_unlock"] = "stlr"
     need["lse", "counter_fetch_add"] = "ldaddal"; need["llsc", "counter_fetch_add"] = "ldaxr stlxr"
-    shown = "swpa casa ldadda ldaddal stlr ldaxr stxr stlxr clrex"
+    need["lse", "word_compare_exchange"] = "casal"; need["llsc", "word_compare_exchange"] = "ldaxr stlxr clrex"
+    need["lse", "word_fetch_min"] = "lduminal"; need["llsc", "word_fetch_min"] = "ldaxr stlxr"
+    shown = "swpa casa casal ldadda ldaddal lduminal stlr ldaxr stxr stlxr clrex"
     ncols = split(shown, cols, " ")
     exclusive = "^(ldxr|ldaxr|stxr|stlxr|ldxp|ldaxp|stxp|stlxp)$"
     lse_op = "^(cas|casp|swp|ld(add|clr|eor|set|smax|smin|umax|umin)|st(add|clr|eor|set|smax|smin|umax|umin))(a|l|al)?(b|h)?$"

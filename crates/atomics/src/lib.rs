@@ -54,6 +54,7 @@ mod tas;
 mod test_workload;
 mod ticket;
 mod ttas;
+mod word;
 
 pub use any_lock::{AnyLock, LockKind};
 pub use backend::Backend;
@@ -66,3 +67,4 @@ pub use spin_mutex::{SpinMutex, SpinMutexGuard};
 pub use tas::TasLock;
 pub use ticket::TicketLock;
 pub use ttas::TtasLock;
+pub use word::AtomicWord;

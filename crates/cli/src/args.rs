@@ -140,8 +140,9 @@ pub struct KernelParamArgs {
     /// round, trapezoid: the lock type (tas, ttas, ticket, std; see `list`).
     #[arg(long, value_name = "LOCK")]
     pub lock: Option<String>,
-    /// round, trapezoid: the atomics backend of the spin locks (lse, llsc, portable; default: the
-    /// best this CPU has).
+    /// Atomics backend: of the spin locks for round and trapezoid (lse, llsc, portable; default:
+    /// the best this CPU has); of the shared bound/counter for qap, floorplan and nqueens (std,
+    /// portable, lse, llsc; default std).
     #[arg(long, value_name = "BACKEND")]
     pub backend: Option<String>,
     /// trapezoid: how the sum is kept (spin, mutex, semaphore, atomic, local).

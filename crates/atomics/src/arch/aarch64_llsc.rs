@@ -156,6 +156,60 @@ unsafe impl AtomicOps for LlScOps {
         }
         previous
     }
+
+    #[inline(always)]
+    unsafe fn compare_swap_acq_rel_u64(word: &AtomicU64, expected: u64, new: u64) -> u64 {
+        let previous: u64;
+        // SAFETY: `word.as_ptr()` is valid and 8-byte aligned; LL and SC stay in this one block
+        // with nothing but the compare between them; a failed compare clears the monitor (CLREX).
+        // Ordering: acquire (LDAXR) + release (STLXR) on success, acquire on failure — CASAL's.
+        unsafe {
+            asm!(
+                "2:",
+                "ldaxr {previous}, [{addr}]",
+                "cmp {previous}, {expected}",
+                "b.ne 3f",
+                "stlxr {status:w}, {new}, [{addr}]",
+                "cbnz {status:w}, 2b",
+                "b 4f",
+                "3:",
+                "clrex",
+                "4:",
+                addr = in(reg) word.as_ptr(),
+                expected = in(reg) expected,
+                new = in(reg) new,
+                previous = out(reg) previous,
+                status = out(reg) _,
+                options(nostack),
+            );
+        }
+        previous
+    }
+
+    #[inline(always)]
+    unsafe fn fetch_min_acq_rel_u64(word: &AtomicU64, value: u64) -> u64 {
+        let previous: u64;
+        // SAFETY: `word.as_ptr()` is valid and 8-byte aligned; retried until STLXR succeeds; the
+        // minimum is chosen with CMP/CSEL between LL and SC (no memory access in between).
+        // Ordering: acquire (LDAXR) + release (STLXR), LDUMINAL's.
+        unsafe {
+            asm!(
+                "2:",
+                "ldaxr {previous}, [{addr}]",
+                "cmp {previous}, {value}",
+                "csel {min}, {previous}, {value}, ls",
+                "stlxr {status:w}, {min}, [{addr}]",
+                "cbnz {status:w}, 2b",
+                addr = in(reg) word.as_ptr(),
+                value = in(reg) value,
+                previous = out(reg) previous,
+                min = out(reg) _,
+                status = out(reg) _,
+                options(nostack),
+            );
+        }
+        previous
+    }
 }
 
 super::entry_points!(LlScOps, "parbench_atomics_llsc_");

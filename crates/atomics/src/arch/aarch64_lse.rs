@@ -93,6 +93,41 @@ unsafe impl AtomicOps for LseOps {
         }
         previous
     }
+
+    #[inline(always)]
+    unsafe fn compare_swap_acq_rel_u64(word: &AtomicU64, expected: u64, new: u64) -> u64 {
+        let previous: u64;
+        // SAFETY: `word.as_ptr()` is valid and 8-byte aligned; the caller guarantees LSE. CASAL
+        // compares the register with memory and returns the old value in the same register.
+        // Ordering: acquire and release on success (CASAL), acquire on failure.
+        unsafe {
+            asm!(
+                "casal {previous}, {new}, [{addr}]",
+                addr = in(reg) word.as_ptr(),
+                new = in(reg) new,
+                previous = inout(reg) expected => previous,
+                options(nostack, preserves_flags),
+            );
+        }
+        previous
+    }
+
+    #[inline(always)]
+    unsafe fn fetch_min_acq_rel_u64(word: &AtomicU64, value: u64) -> u64 {
+        let previous: u64;
+        // SAFETY: `word.as_ptr()` is valid and 8-byte aligned; the caller guarantees LSE.
+        // Ordering: acquire and release (LDUMINAL: unsigned minimum, executed where the line lives).
+        unsafe {
+            asm!(
+                "lduminal {value}, {previous}, [{addr}]",
+                addr = in(reg) word.as_ptr(),
+                value = in(reg) value,
+                previous = out(reg) previous,
+                options(nostack, preserves_flags),
+            );
+        }
+        previous
+    }
 }
 
 super::entry_points!(

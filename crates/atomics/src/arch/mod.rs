@@ -71,6 +71,21 @@ pub(crate) unsafe trait AtomicOps {
     /// # Safety
     /// The CPU supports the implementor's instructions.
     unsafe fn fetch_add_acq_rel(counter: &AtomicU64, addend: u64) -> u64;
+
+    /// Stores `new` if the 64-bit value equals `expected`; returns the previous value either way
+    /// (success means the result equals `expected`); acquire-release ordering on success, acquire
+    /// on failure.
+    ///
+    /// # Safety
+    /// The CPU supports the implementor's instructions.
+    unsafe fn compare_swap_acq_rel_u64(word: &AtomicU64, expected: u64, new: u64) -> u64;
+
+    /// Stores the unsigned minimum of the value and `value`, returns the previous value;
+    /// acquire-release ordering.
+    ///
+    /// # Safety
+    /// The CPU supports the implementor's instructions.
+    unsafe fn fetch_min_acq_rel_u64(word: &AtomicU64, value: u64) -> u64;
 }
 
 /// Instantiates every lock algorithm and the counter for one backend as non-inlined entry points
@@ -165,6 +180,30 @@ macro_rules! entry_points {
         ) -> u64 {
             // SAFETY: the caller guarantees the CPU supports this backend.
             unsafe { <$ops as crate::arch::AtomicOps>::fetch_add_acq_rel(counter, addend) }
+        }
+
+        /// 64-bit compare-and-swap. # Safety: the CPU supports this backend.
+        $(#[$feature])*
+        #[inline(never)]
+        #[export_name = concat!($prefix, "word_compare_exchange")]
+        pub(crate) unsafe fn word_compare_exchange(
+            word: &std::sync::atomic::AtomicU64,
+            expected: u64,
+            new: u64,
+        ) -> u64 {
+            // SAFETY: the caller guarantees the CPU supports this backend.
+            unsafe {
+                <$ops as crate::arch::AtomicOps>::compare_swap_acq_rel_u64(word, expected, new)
+            }
+        }
+
+        /// 64-bit unsigned fetch-min. # Safety: the CPU supports this backend.
+        $(#[$feature])*
+        #[inline(never)]
+        #[export_name = concat!($prefix, "word_fetch_min")]
+        pub(crate) unsafe fn word_fetch_min(word: &std::sync::atomic::AtomicU64, value: u64) -> u64 {
+            // SAFETY: the caller guarantees the CPU supports this backend.
+            unsafe { <$ops as crate::arch::AtomicOps>::fetch_min_acq_rel_u64(word, value) }
         }
     };
 }

@@ -48,6 +48,21 @@ unsafe impl AtomicOps for PortableOps {
         // (release) and let the caller see writes of those who counted before (acquire).
         counter.fetch_add(addend, Ordering::AcqRel)
     }
+
+    #[inline(always)]
+    unsafe fn compare_swap_acq_rel_u64(word: &AtomicU64, expected: u64, new: u64) -> u64 {
+        // AcqRel on success / Acquire on failure: the trait's ordering, the same on every backend
+        // (CASAL on LSE, LDAXR + STLXR on LL/SC), so only the instructions differ between them.
+        match word.compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(previous) | Err(previous) => previous,
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn fetch_min_acq_rel_u64(word: &AtomicU64, value: u64) -> u64 {
+        // AcqRel: the trait's ordering (LDUMINAL on LSE), see `compare_swap_acq_rel_u64`.
+        word.fetch_min(value, Ordering::AcqRel)
+    }
 }
 
 super::entry_points!(PortableOps, "parbench_atomics_portable_");

@@ -30,6 +30,7 @@ use crate::input::integer_tokens::read_input_file;
 use crate::kernel::{
     timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
 };
+use crate::kernels::shared_atomics::{shared_word, SharedWord, ATOMICS_BACKEND_PARAM};
 use crate::kernels::shared_minimum::SharedMinimum;
 
 /// The input used when `--input` is not given (generated, 10 cells).
@@ -65,6 +66,7 @@ impl Kernel for Floorplan {
                 help:
                     "cells whose candidates are separate tasks; later cells are placed sequentially",
             },
+            ATOMICS_BACKEND_PARAM,
         ]
     }
 
@@ -82,6 +84,7 @@ impl Kernel for Floorplan {
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
         let cutoff = params.get_usize(self, "cutoff")?;
+        let bound = shared_word(self, params, INITIAL_BEST_AREA)?;
         let input = match params.get_path(self, "input")? {
             Some(path) => read_input_file(&path, FloorplanInput::parse)?,
             None => FloorplanInput::parse(Path::new(BUNDLED_NAME), BUNDLED_INPUT.as_bytes())?,
@@ -95,6 +98,7 @@ impl Kernel for Floorplan {
             report_expected_area(reference, expected);
         }
         Ok(Box::new(PreparedFloorplan {
+            bound,
             input,
             cutoff,
             reference,
@@ -118,6 +122,8 @@ fn report_expected_area(found: Option<u64>, expected: u64) {
 }
 
 struct PreparedFloorplan {
+    /// The shared best area, on the chosen atomics backend.
+    bound: SharedWord,
     input: FloorplanInput,
     cutoff: usize,
     /// Minimal area found by the sequential search, `None` if no floorplan fits.
@@ -126,7 +132,9 @@ struct PreparedFloorplan {
 
 impl PreparedKernel for PreparedFloorplan {
     fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
-        let (solved, elapsed) = timed(exec, || solve(exec, &self.input, self.cutoff))?;
+        let (solved, elapsed) = timed(exec, || {
+            solve_with(exec, &self.input, self.cutoff, &mut self.bound)
+        })?;
         let plan = solved?;
         let area = plan.as_ref().map(|plan| plan.area);
         if area != self.reference {
@@ -255,7 +263,7 @@ struct Plan {
 }
 
 /// The best complete floorplan so far (the placed cells), shared by all tasks.
-type BestPlan = SharedMinimum<Vec<Option<Rect>>>;
+type BestPlan<'w> = SharedMinimum<'w, Vec<Option<Rect>>>;
 
 /// One way to place the next cell: a shape and a north-west corner.
 #[derive(Clone, Copy, Debug)]
@@ -289,7 +297,7 @@ fn extend(
     layout: &Layout,
     level: usize,
     candidate: Candidate,
-    best: &BestPlan,
+    best: &BestPlan<'_>,
 ) -> Option<Layout> {
     let order = input.placement_order();
     let rect = Rect {
@@ -317,7 +325,18 @@ fn solve(
     input: &FloorplanInput,
     cutoff: usize,
 ) -> Result<Option<Plan>, ExecutorError> {
-    let best = BestPlan::new(INITIAL_BEST_AREA);
+    let mut bound = SharedWord::Std(std::sync::atomic::AtomicU64::new(INITIAL_BEST_AREA));
+    solve_with(exec, input, cutoff, &mut bound)
+}
+
+/// [`solve`] with the best area kept in `bound` (the kernel's `--backend`).
+fn solve_with(
+    exec: &dyn Executor,
+    input: &FloorplanInput,
+    cutoff: usize,
+    bound: &mut SharedWord,
+) -> Result<Option<Plan>, ExecutorError> {
+    let best = BestPlan::new(bound, INITIAL_BEST_AREA);
     let layout = Layout::empty(input.cell_count());
     place_tasks(exec, input, &layout, 0, cutoff, &best)?;
     Ok(best.into_best().map(|(area, placed)| Plan { area, placed }))
@@ -331,7 +350,7 @@ fn place_tasks(
     layout: &Layout,
     level: usize,
     cutoff: usize,
-    best: &BestPlan,
+    best: &BestPlan<'_>,
 ) -> Result<(), ExecutorError> {
     if level >= cutoff {
         place_sequential(input, layout, level, best);
@@ -346,7 +365,7 @@ fn place_tasks(
     })
 }
 
-fn place_sequential(input: &FloorplanInput, layout: &Layout, level: usize, best: &BestPlan) {
+fn place_sequential(input: &FloorplanInput, layout: &Layout, level: usize, best: &BestPlan<'_>) {
     for candidate in candidates(input, layout, input.placement_order()[level]) {
         if let Some(child) = extend(input, layout, level, candidate, best) {
             place_sequential(input, &child, level + 1, best);
@@ -402,7 +421,8 @@ mod tests {
     fn exhaustive_min_area(input: &FloorplanInput) -> Option<u64> {
         fn visit(input: &FloorplanInput, layout: &Layout, level: usize, areas: &mut Vec<u64>) {
             for candidate in candidates(input, layout, input.placement_order()[level]) {
-                let never_prunes = BestPlan::new(INITIAL_BEST_AREA);
+                let mut word = SharedWord::Std(std::sync::atomic::AtomicU64::new(0));
+                let never_prunes = BestPlan::new(&mut word, INITIAL_BEST_AREA);
                 if let Some(child) = extend(input, layout, level, candidate, &never_prunes) {
                     visit(input, &child, level + 1, areas);
                 } else if let Some((area, _)) = never_prunes.into_best() {

@@ -12,6 +12,7 @@ pub(crate) mod rng;
 pub(crate) mod round;
 pub(crate) mod scan;
 pub(crate) mod sched_time;
+pub(crate) mod shared_atomics;
 pub(crate) mod shared_minimum;
 pub(crate) mod smt;
 pub(crate) mod spawn_cost;

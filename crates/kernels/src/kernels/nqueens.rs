@@ -13,12 +13,13 @@
 //! The count is checked against the published solution counts (OEIS
 //! A000170), so a lost or doubled task is a wrong result, not a timing.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use crate::executor::{Executor, ExecutorError};
 use crate::kernel::{
     timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
 };
+#[cfg(test)]
+use crate::kernels::shared_atomics::AtomicsBackend;
+use crate::kernels::shared_atomics::{shared_counter, SharedCounter, ATOMICS_BACKEND_PARAM};
 
 /// Number of solutions of the N-queens problem for N = 1, 2, … (OEIS A000170).
 const SOLUTION_COUNTS: [u64; 20] = [
@@ -68,6 +69,7 @@ impl Kernel for NQueens {
                 default: "4",
                 help: "rows placed as separate tasks; deeper rows are searched sequentially",
             },
+            ATOMICS_BACKEND_PARAM,
         ]
     }
 
@@ -86,9 +88,11 @@ impl Kernel for NQueens {
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
         let n = params.get_usize_in(self, "n", 1..=SOLUTION_COUNTS.len())?;
         let cutoff = params.get_usize(self, "cutoff")?;
+        let total = shared_counter(self, params)?;
         Ok(Box::new(PreparedNQueens {
             n,
             cutoff: cutoff.min(n),
+            total,
         }))
     }
 }
@@ -96,11 +100,16 @@ impl Kernel for NQueens {
 struct PreparedNQueens {
     n: usize,
     cutoff: usize,
+    /// The shared solution count, on the chosen atomics backend; never reset (a run's count is
+    /// the difference).
+    total: SharedCounter,
 }
 
 impl PreparedKernel for PreparedNQueens {
     fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
-        let (counted, elapsed) = timed(exec, || count_solutions(exec, self.n, self.cutoff))?;
+        let (counted, elapsed) = timed(exec, || {
+            count_solutions_into(exec, self.n, self.cutoff, &self.total)
+        })?;
         let solutions = counted?;
         let expected = SOLUTION_COUNTS[self.n - 1];
         if solutions != expected {
@@ -195,22 +204,33 @@ fn count_sequential(board: Board) -> u64 {
 
 /// Number of solutions for an `n × n` board, with one task per valid
 /// placement in rows `0..cutoff`.
+#[cfg(test)]
 fn count_solutions(exec: &dyn Executor, n: usize, cutoff: usize) -> Result<u64, ExecutorError> {
-    let total = AtomicU64::new(0);
-    count_below(exec, Board::empty(n), cutoff, &total)?;
-    Ok(total.into_inner())
+    let total = SharedCounter::new(AtomicsBackend::Std)
+        .map_err(|error| ExecutorError::Spawn(std::io::Error::other(error.to_string())))?;
+    count_solutions_into(exec, n, cutoff, &total)
+}
+
+/// [`count_solutions`] adding into `total`; returns this search's count.
+fn count_solutions_into(
+    exec: &dyn Executor,
+    n: usize,
+    cutoff: usize,
+    total: &SharedCounter,
+) -> Result<u64, ExecutorError> {
+    let before = total.load();
+    count_below(exec, Board::empty(n), cutoff, total)?;
+    Ok(total.load().wrapping_sub(before))
 }
 
 fn count_below(
     exec: &dyn Executor,
     board: Board,
     cutoff: usize,
-    total: &AtomicU64,
+    total: &SharedCounter,
 ) -> Result<(), ExecutorError> {
     if board.row >= cutoff || board.is_complete() {
-        // Relaxed: only the sum matters, and the executor's wait for all
-        // tasks orders these adds before the final read.
-        total.fetch_add(count_sequential(board), Ordering::Relaxed);
+        total.add(count_sequential(board));
         return Ok(());
     }
     let children = board.children();

@@ -27,6 +27,7 @@ use crate::input::qaplib::QapInstance;
 use crate::kernel::{
     timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
 };
+use crate::kernels::shared_atomics::{shared_word, SharedWord, ATOMICS_BACKEND_PARAM};
 use crate::kernels::shared_minimum::SharedMinimum;
 
 /// The `qap` kernel.
@@ -64,6 +65,7 @@ impl Kernel for Qap {
                 help:
                     "levels whose free locations are separate tasks; deeper levels run sequentially",
             },
+            ATOMICS_BACKEND_PARAM,
         ]
     }
 
@@ -81,6 +83,7 @@ impl Kernel for Qap {
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
         let cutoff = params.get_usize(self, "cutoff")?;
+        let bound = shared_word(self, params, u64::MAX)?;
         let path = params.get_path(self, "input")?;
         let instance = match &path {
             Some(path) => read_input_file(path, QapInstance::parse)?,
@@ -96,6 +99,7 @@ impl Kernel for Qap {
             report_file_solution(&path, &instance, &reference);
         }
         Ok(Box::new(PreparedQap {
+            bound,
             cutoff: cutoff.min(instance.size()),
             instance,
             reference_cost: reference.cost,
@@ -128,6 +132,8 @@ fn report_file_solution(path: &Path, instance: &QapInstance, solution: &Assignme
 }
 
 struct PreparedQap {
+    /// The shared best bound, on the chosen atomics backend.
+    bound: SharedWord,
     instance: QapInstance,
     cutoff: usize,
     reference_cost: u64,
@@ -135,7 +141,9 @@ struct PreparedQap {
 
 impl PreparedKernel for PreparedQap {
     fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
-        let (solved, elapsed) = timed(exec, || solve(exec, &self.instance, self.cutoff))?;
+        let (solved, elapsed) = timed(exec, || {
+            solve_with(exec, &self.instance, self.cutoff, &mut self.bound)
+        })?;
         let solution = solved?;
         check_solution(&self.instance, &solution, self.reference_cost)?;
         let mut metrics = vec![Metric::new("optimum", solution.cost as f64, "")];
@@ -188,7 +196,7 @@ pub(crate) struct Assignment {
 }
 
 /// The best assignment found so far, shared by all tasks.
-type Incumbent = SharedMinimum<Vec<usize>>;
+type Incumbent<'w> = SharedMinimum<'w, Vec<usize>>;
 
 /// A partial assignment of facilities `0..locations.len()`.
 ///
@@ -297,7 +305,18 @@ pub(crate) fn solve(
     instance: &QapInstance,
     cutoff: usize,
 ) -> Result<Assignment, ExecutorError> {
-    let incumbent = Incumbent::new(u64::MAX);
+    let mut bound = SharedWord::Std(std::sync::atomic::AtomicU64::new(u64::MAX));
+    solve_with(exec, instance, cutoff, &mut bound)
+}
+
+/// [`solve`] with the best bound kept in `bound` (the kernel's `--backend`).
+fn solve_with(
+    exec: &dyn Executor,
+    instance: &QapInstance,
+    cutoff: usize,
+    bound: &mut SharedWord,
+) -> Result<Assignment, ExecutorError> {
+    let incumbent = Incumbent::new(bound, u64::MAX);
     let mut root = Node::root(instance);
     if cutoff == 0 {
         search_sequential(instance, &mut root, &incumbent);
@@ -316,7 +335,7 @@ fn search_tasks(
     instance: &QapInstance,
     node: &Node,
     cutoff: usize,
-    incumbent: &Incumbent,
+    incumbent: &Incumbent<'_>,
 ) -> Result<(), ExecutorError> {
     let free = node.free_locations();
     exec.for_each_task(free.len(), &|index| {
@@ -338,7 +357,7 @@ fn search_tasks(
     })
 }
 
-fn search_sequential(instance: &QapInstance, node: &mut Node, incumbent: &Incumbent) {
+fn search_sequential(instance: &QapInstance, node: &mut Node, incumbent: &Incumbent<'_>) {
     for location in 0..node.n {
         if node.used[location] || node.cost + node.added_cost(location) >= incumbent.bound() {
             continue;

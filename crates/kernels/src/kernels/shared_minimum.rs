@@ -1,7 +1,8 @@
 //! The best solution found so far, shared by all tasks of a branch-and-bound
 //! search (`qap`, `floorplan`).
 //!
-//! The bound is one `AtomicU64` that every task reads before expanding a node,
+//! The bound is one shared word ([`SharedWord`]: `std` atomics or a parbench-atomics backend,
+//! the kernel's `--backend`) that every task reads before expanding a node,
 //! so an improvement found in one subtree prunes all others at once. It is
 //! lowered with a retrying compare-exchange loop: a task that loses the race
 //! to another improvement re-reads the bound and tries again only while its
@@ -9,43 +10,40 @@
 //! mutex, taken only on (rare) improvements, where the cheaper of two racing
 //! improvements wins whatever order they arrive in.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
+use crate::kernels::shared_atomics::SharedWord;
+
 /// The lowest cost offered so far and the solution that has it.
-pub(crate) struct SharedMinimum<T> {
-    bound: AtomicU64,
+pub(crate) struct SharedMinimum<'w, T> {
+    bound: &'w SharedWord,
     best: Mutex<Option<(u64, T)>>,
 }
 
-impl<T> SharedMinimum<T> {
-    /// Nothing found yet; only costs below `initial_bound` are accepted.
-    pub(crate) fn new(initial_bound: u64) -> Self {
+impl<'w, T> SharedMinimum<'w, T> {
+    /// Nothing found yet; only costs below `initial_bound` are accepted. `word` holds the bound
+    /// (it is reset to `initial_bound`, hence `&mut`).
+    pub(crate) fn new(word: &'w mut SharedWord, initial_bound: u64) -> Self {
+        word.set(initial_bound);
         Self {
-            bound: AtomicU64::new(initial_bound),
+            bound: word,
             best: Mutex::new(None),
         }
     }
 
     /// The cost to beat.
     pub(crate) fn bound(&self) -> u64 {
-        // Relaxed: a stale bound is never below the true one, so it can only
-        // prune less, never cut off an optimum.
-        self.bound.load(Ordering::Relaxed)
+        // A stale bound is never below the true one, so it can only prune less, never cut off
+        // an optimum (the std word loads it Relaxed).
+        self.bound.load()
     }
 
     /// Records `solution()` if `cost` beats the bound.
     pub(crate) fn offer(&self, cost: u64, solution: impl FnOnce() -> T) {
         let mut current = self.bound();
         while cost < current {
-            // Relaxed: the bound is one value used only for comparisons; the
-            // solution itself is published under the mutex.
-            match self.bound.compare_exchange_weak(
-                current,
-                cost,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
+            // The solution itself is published under the mutex; the bound is only compared.
+            match self.bound.compare_exchange(current, cost) {
                 Ok(_) => {
                     let mut best = self.best.lock().unwrap_or_else(PoisonError::into_inner);
                     if best.as_ref().is_none_or(|(kept, _)| cost < *kept) {
@@ -70,9 +68,16 @@ impl<T> SharedMinimum<T> {
 mod tests {
     use super::*;
 
+    use crate::kernels::shared_atomics::AtomicsBackend;
+
+    fn std_word() -> SharedWord {
+        SharedWord::new(AtomicsBackend::Std, 0).unwrap()
+    }
+
     #[test]
     fn keeps_the_cheapest_offer_below_the_initial_bound() {
-        let minimum = SharedMinimum::new(100);
+        let mut word = std_word();
+        let minimum = SharedMinimum::new(&mut word, 100);
         minimum.offer(150, || "too dear");
         assert!(minimum.bound() == 100);
         minimum.offer(30, || "first");
@@ -84,7 +89,18 @@ mod tests {
 
     #[test]
     fn concurrent_offers_leave_the_minimum() {
-        let minimum = SharedMinimum::new(u64::MAX);
+        for backend in std::iter::once(AtomicsBackend::Std).chain(
+            parbench_atomics::Backend::available()
+                .into_iter()
+                .map(AtomicsBackend::Fixed),
+        ) {
+            concurrent_offers_on(backend);
+        }
+    }
+
+    fn concurrent_offers_on(backend: AtomicsBackend) {
+        let mut word = SharedWord::new(backend, 0).unwrap();
+        let minimum = SharedMinimum::new(&mut word, u64::MAX);
         std::thread::scope(|scope| {
             for thread in 0..4u64 {
                 let minimum = &minimum;
