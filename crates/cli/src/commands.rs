@@ -407,7 +407,11 @@ fn sweep_metadata(
             }
         }
     }
-    crate::results::Metadata::now(settings)
+    let mut metadata = crate::results::Metadata::now(settings);
+    metadata.environment = Some(crate::environment::Environment::capture(
+        crate::rounds::pin_name(plan.pin),
+    ));
+    metadata
 }
 
 /// The plan in a few lines for stderr.

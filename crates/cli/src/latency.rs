@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use clap::{ArgGroup, Args};
 use parbench_kernels::latency::{
@@ -612,14 +612,7 @@ fn metadata(kernel: &dyn Kernel, params: &Params, config: &CurveConfig, pin: boo
     for (name, value) in numbers {
         settings.insert(name.to_owned(), value);
     }
-    Metadata {
-        parbench_version: env!("CARGO_PKG_VERSION").to_owned(),
-        started_unix_s: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        available_cores: std::thread::available_parallelism().map_or(1, usize::from),
-        settings,
-    }
+    Metadata::now(settings)
 }
 
 /// One load point as a report cell: sojourn times are the samples, queue and service times the

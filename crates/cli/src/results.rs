@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::environment::Environment;
 use crate::stats::{Relative, RoundSpread, Summary};
 
 /// Version of the JSON layout; bumped on incompatible changes so that readers can refuse old files.
@@ -71,6 +72,9 @@ pub struct Metadata {
     pub available_cores: usize,
     /// Command settings (runs, warm-up, pinning, kernel parameters …) as text.
     pub settings: BTreeMap<String, String>,
+    /// Machine, build and command line (recorded by `sweep`).
+    #[serde(default)]
+    pub environment: Option<Environment>,
 }
 
 impl Metadata {
@@ -89,6 +93,7 @@ impl Metadata {
                 .map_or(0, |d| d.as_secs()),
             available_cores: std::thread::available_parallelism().map_or(1, usize::from),
             settings,
+            environment: None,
         }
     }
 }

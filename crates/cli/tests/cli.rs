@@ -95,7 +95,16 @@ fn tiny_sweep_prints_a_table_with_every_cell() {
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].starts_with("kernel") && lines[0].contains("median"));
+    // The environment comes first, then a blank line, then the table.
+    assert!(lines[0].starts_with("machine: "), "{text}");
+    let header = lines.iter().position(|l| l.starts_with("kernel")).unwrap();
+    assert!(lines[header - 1].is_empty() && lines[header].contains("median"));
+    for topic in ["system: Linux", "build: parbench-cli", "command: "] {
+        assert!(
+            lines[..header].iter().any(|l| l.starts_with(topic)),
+            "{text}"
+        );
+    }
     let cells: Vec<&&str> = lines.iter().filter(|l| l.starts_with("reduce")).collect();
     assert_eq!(cells.len(), 4, "2 schedulers × 2 thread counts:\n{text}");
     assert!(cells.iter().all(|l| !l.contains("error:")), "{text}");
@@ -143,8 +152,13 @@ fn csv_format_has_a_header_and_a_row_per_cell() {
     let output = tiny(&["--format", "csv"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
-    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        text.starts_with("# machine: "),
+        "environment comment lines first"
+    );
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert!(lines[0].starts_with("kernel,scheduler,threads,runs,median_s"));
+    assert!(lines[0].contains(",outliers_high_severe,") && lines[0].contains(",unstable,"));
     assert_eq!(lines.len(), 5);
     // Four raw samples (two rounds of two), space-separated, in the last column.
     assert!(lines[1..]
@@ -170,6 +184,10 @@ fn json_format_is_a_complete_report() {
         report.metadata.settings.get("runs").map(String::as_str),
         Some("2")
     );
+    let env = report.metadata.environment.as_ref().expect("environment");
+    assert!(env.logical_cpus >= 1 && env.date_utc.ends_with('Z'));
+    assert!(env.command_line.iter().any(|a| a == "sweep"));
+    assert!(env.rustc.is_some(), "rustc version recorded at build time");
     let rayon_2 = report
         .cells
         .iter()
@@ -183,7 +201,10 @@ fn markdown_format_is_a_pipe_table() {
     let output = tiny(&["--format", "markdown"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
-    assert!(text.starts_with("| kernel | scheduler | threads |"));
+    assert!(text.starts_with("machine: "), "environment above the table");
+    assert!(text
+        .lines()
+        .any(|l| l.starts_with("| kernel | scheduler | threads |")));
     assert_eq!(
         text.lines().filter(|l| l.starts_with("| reduce")).count(),
         4
@@ -195,10 +216,13 @@ fn output_file_format_follows_the_extension_and_stdout_keeps_the_table() {
     let path = scratch("by-extension.csv");
     let output = tiny(&["--output", path.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stdout(&output).starts_with("kernel  scheduler"));
+    assert!(stdout(&output)
+        .lines()
+        .any(|l| l.starts_with("kernel  scheduler")));
     let csv = fs::read_to_string(&path).expect("csv written");
-    assert!(csv.starts_with("kernel,scheduler,threads,"));
-    assert_eq!(csv.lines().count(), 5);
+    let rows: Vec<&str> = csv.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(rows[0].starts_with("kernel,scheduler,threads,"));
+    assert_eq!(rows.len(), 5);
 }
 
 #[test]

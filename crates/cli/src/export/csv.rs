@@ -7,9 +7,14 @@ use crate::results::{Cell, Report};
 
 /// Writes the report as RFC 4180 CSV.
 ///
+/// When the report records its environment (sweeps do), it comes first as `# key: value` comment
+/// lines (`pandas.read_csv(f, comment="#")`, R's `read.csv(comment.char = "#")`).
 /// The columns are the report's label names, then `runs`, the statistics (`*_s` in seconds, `cv`
-/// as a fraction), `speedup`, `efficiency`, `ci_is_rough`, `metrics` (median per metric), `error`,
-/// and `samples_s`: every raw sample separated by spaces.
+/// as a fraction), the distribution-free CI of the median, the Tukey outlier counts, the round
+/// spread (`rounds`, `round_medians_s` space-separated, min/max, the Student-t CI of the round
+/// medians, `round_spread` as a fraction, `unstable`), `speedup` with its per-round
+/// `speedup_min`/`speedup_max`, `efficiency`, `ci_is_rough`, `metrics` (median per metric),
+/// `error`, and `samples_s`: every raw sample separated by spaces.
 ///
 /// ```
 /// use parbench_cli::export::{csv::CsvExporter, Exporter};
@@ -24,7 +29,7 @@ use crate::results::{Cell, Report};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CsvExporter;
 
-const STAT_COLUMNS: [&str; 20] = [
+const STAT_COLUMNS: [&str; 36] = [
     "runs",
     "median_s",
     "mean_s",
@@ -39,7 +44,23 @@ const STAT_COLUMNS: [&str; 20] = [
     "p75_s",
     "p95_s",
     "max_s",
+    "median_ci95_low_s",
+    "median_ci95_high_s",
+    "outliers_low_severe",
+    "outliers_low_mild",
+    "outliers_high_mild",
+    "outliers_high_severe",
+    "rounds",
+    "round_medians_s",
+    "round_min_s",
+    "round_max_s",
+    "round_ci95_low_s",
+    "round_ci95_high_s",
+    "round_spread",
+    "unstable",
     "speedup",
+    "speedup_min",
+    "speedup_max",
     "efficiency",
     "ci_is_rough",
     "metrics",
@@ -49,6 +70,12 @@ const STAT_COLUMNS: [&str; 20] = [
 
 impl Exporter for CsvExporter {
     fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
+        if let Some(env) = &report.metadata.environment {
+            for line in env.lines() {
+                // Each environment line is `topic: text`; keep it one comment line.
+                writeln!(out, "# {}", line.replace(['\n', '\r'], " "))?;
+            }
+        }
         let header: Vec<String> = report
             .label_names
             .iter()
@@ -91,7 +118,43 @@ fn cell_fields(label_names: &[String], cell: &Cell) -> Vec<String> {
             s.map(|s| s.p75),
             s.map(|s| s.p95),
             s.map(|s| s.max),
+            s.and_then(|s| s.median_ci95_low),
+            s.and_then(|s| s.median_ci95_high),
+        ]
+        .map(number),
+    );
+    let outliers = s.map(|s| s.outliers);
+    fields.extend(
+        [
+            outliers.map(|o| o.low_severe),
+            outliers.map(|o| o.low_mild),
+            outliers.map(|o| o.high_mild),
+            outliers.map(|o| o.high_severe),
+        ]
+        .map(|count| count.map_or_else(String::new, |c| c.to_string())),
+    );
+    let r = cell.rounds.as_ref();
+    fields.push(r.map_or_else(String::new, |r| r.medians.len().to_string()));
+    fields.push(r.map_or_else(String::new, |r| {
+        let medians: Vec<String> = r.medians.iter().map(f64::to_string).collect();
+        medians.join(" ")
+    }));
+    fields.extend(
+        [
+            r.map(|r| r.min),
+            r.map(|r| r.max),
+            r.and_then(|r| r.ci95_low),
+            r.and_then(|r| r.ci95_high),
+            r.map(|r| r.spread),
+        ]
+        .map(number),
+    );
+    fields.push(r.map_or_else(String::new, |r| r.unstable.to_string()));
+    fields.extend(
+        [
             cell.relative.map(|r| r.speedup),
+            cell.relative.and_then(|r| r.speedup_min),
+            cell.relative.and_then(|r| r.speedup_max),
             cell.relative.map(|r| r.efficiency),
         ]
         .map(number),

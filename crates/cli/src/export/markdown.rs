@@ -21,6 +21,13 @@ pub struct MarkdownExporter;
 impl Exporter for MarkdownExporter {
     fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let grid = TextGrid::from_report(report);
+        for line in &grid.preamble {
+            // Two trailing spaces: a markdown line break, so each line stays a line.
+            writeln!(out, "{}  ", line.replace('*', "\\*"))?;
+        }
+        if !grid.preamble.is_empty() {
+            writeln!(out)?;
+        }
         write_row(out, &grid.header)?;
         let rule: Vec<String> = grid
             .align

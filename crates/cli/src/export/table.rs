@@ -33,6 +33,12 @@ impl Exporter for TableExporter {
             }
         }
         let last = grid.header.len().saturating_sub(1);
+        for line in &grid.preamble {
+            writeln!(out, "{line}")?;
+        }
+        if !grid.preamble.is_empty() {
+            writeln!(out)?;
+        }
         for row in std::iter::once(&grid.header).chain(&grid.rows) {
             let mut line = String::new();
             for (column, entry) in row.iter().enumerate() {

@@ -2,7 +2,7 @@
 //! values rounded to three significant digits with a unit chosen per value.
 
 use crate::results::{Cell, Report};
-use crate::stats::CI_MIN_RUNS;
+use crate::stats::{RoundSpread, CI_MIN_RUNS};
 
 /// Whether a column's values line up on the left (names) or on the right (numbers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,12 +34,17 @@ pub struct TextGrid {
     pub rows: Vec<Vec<String>>,
     /// Lines to print below the table.
     pub footnotes: Vec<String>,
+    /// Lines to print above the table: the environment of the measurement, when recorded.
+    pub preamble: Vec<String>,
 }
 
 /// Marks a confidence interval computed from fewer than [`CI_MIN_RUNS`] runs.
 const ROUGH_MARK: &str = "*";
 
-const STAT_COLUMNS: [&str; 16] = [
+/// Marks a cell whose rounds disagree beyond their own confidence intervals.
+const UNSTABLE_MARK: &str = "!";
+
+const STAT_COLUMNS: [&str; 18] = [
     "runs",
     "median",
     "mean",
@@ -53,6 +58,8 @@ const STAT_COLUMNS: [&str; 16] = [
     "p75",
     "p95",
     "max",
+    "rounds",
+    "outl",
     "speedup",
     "eff",
     "metrics / error",
@@ -87,11 +94,33 @@ impl TextGrid {
                  the normal approximation is rough."
             ));
         }
+        let round_count = report
+            .cells
+            .iter()
+            .filter_map(|c| c.rounds.as_ref().map(|r| r.medians.len()))
+            .max();
+        if let Some(rounds) = round_count {
+            footnotes.push(format!(
+                "rounds = min–max of the {rounds} per-round medians (each round a separate \
+                 process, cells shuffled); speedup = median of per-round paired ratios (min–max); \
+                 outl = Tukey outliers mild/severe, counted, not removed."
+            ));
+        }
+        for cell in &report.cells {
+            if let Some(spread) = cell.rounds.as_ref().filter(|r| r.unstable) {
+                footnotes.push(unstable_note(&report.label_names, cell, spread));
+            }
+        }
         TextGrid {
             header,
             align,
             rows,
             footnotes,
+            preamble: report
+                .metadata
+                .environment
+                .as_ref()
+                .map_or_else(Vec::new, |env| env.lines()),
         }
     }
 }
@@ -120,16 +149,29 @@ fn cell_row(label_names: &[String], cell: &Cell) -> Vec<String> {
                 format_seconds(s.p75),
                 format_seconds(s.p95),
                 format_seconds(s.max),
+                cell.rounds.as_ref().map_or_else(dash, |r| {
+                    let mark = if r.unstable { UNSTABLE_MARK } else { "" };
+                    format!("{}–{}{mark}", format_seconds(r.min), format_seconds(r.max))
+                }),
+                s.outliers.short_text(),
             ]);
         }
         None => {
             row.push(cell.samples_s.len().to_string());
-            row.extend(std::iter::repeat_n(dash(), 12));
+            row.extend(std::iter::repeat_n(dash(), 14));
         }
     }
     row.push(
         cell.relative
-            .map_or_else(dash, |r| format!("{}x", format_ratio(r.speedup))),
+            .map_or_else(dash, |r| match (r.speedup_min, r.speedup_max) {
+                (Some(low), Some(high)) if low != high => format!(
+                    "{}x ({}–{})",
+                    format_ratio(r.speedup),
+                    format_ratio(low),
+                    format_ratio(high)
+                ),
+                _ => format!("{}x", format_ratio(r.speedup)),
+            }),
     );
     row.push(
         cell.relative
@@ -140,6 +182,29 @@ fn cell_row(label_names: &[String], cell: &Cell) -> Vec<String> {
         None => metrics_text(cell),
     });
     row
+}
+
+/// "! unstable: reduce / rayon / 2: rounds differ by 23 % (medians …; 95 % CI …)".
+fn unstable_note(label_names: &[String], cell: &Cell, spread: &RoundSpread) -> String {
+    let name: Vec<&str> = label_names
+        .iter()
+        .filter_map(|label| cell.label(label))
+        .collect();
+    let medians: Vec<String> = spread.medians.iter().map(|&m| format_seconds(m)).collect();
+    let interval = match (spread.ci95_low, spread.ci95_high) {
+        (Some(low), Some(high)) => format!(
+            "; 95 % CI of the round medians {}–{}",
+            format_seconds(low),
+            format_seconds(high)
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "{UNSTABLE_MARK} unstable: {}: rounds differ by {:.0} % (round medians {}{interval})",
+        name.join(" / "),
+        spread.spread * 100.0,
+        medians.join(", ")
+    )
 }
 
 fn metrics_text(cell: &Cell) -> String {
@@ -174,7 +239,7 @@ pub fn format_seconds(seconds: f64) -> String {
 
 /// Two decimals, or as many as three significant digits need for ratios below 0.1 (a `spawn`
 /// cell can be a thousand times slower than `seq`, which must not read as 0.00).
-fn format_ratio(ratio: f64) -> String {
+pub(crate) fn format_ratio(ratio: f64) -> String {
     if !ratio.is_finite() || ratio >= 0.1 || ratio <= 0.0 {
         return format!("{ratio:.2}");
     }
@@ -250,5 +315,30 @@ mod tests {
         assert_eq!(failed[column("median")], "-");
         assert!(failed[column("metrics / error")].starts_with("error: cannot spawn"));
         assert_eq!(grid.footnotes.len(), 1);
+        assert_eq!(seq[column("outl")], "0/0");
+        assert_eq!(seq[column("rounds")], "-", "measured in one process");
+    }
+
+    #[test]
+    fn round_spreads_paired_speedups_and_unstable_cells_are_shown() {
+        let mut report = sample_report();
+        let steady: Vec<f64> = (0..10).map(|i| 1e-3 + 1e-6 * f64::from(i)).collect();
+        let slow: Vec<f64> = steady.iter().map(|x| x * 1.5).collect();
+        report.cells[0].rounds = RoundSpread::from_rounds(&[&steady, &slow]);
+        report.cells[1].relative = crate::stats::Relative::paired(&[4.0, 6.0], &[2.0, 2.0], 2);
+        let grid = TextGrid::from_report(&report);
+        let column = |name: &str| grid.header.iter().position(|h| h == name).unwrap();
+        assert_eq!(grid.rows[0][column("rounds")], "1.00 ms–1.51 ms!");
+        assert_eq!(grid.rows[1][column("speedup")], "2.50x (2.00–3.00)");
+        let note = grid
+            .footnotes
+            .iter()
+            .find(|n| n.contains("unstable"))
+            .unwrap();
+        assert!(note.starts_with("! unstable: reduce / seq / 1: rounds differ by 50 %"));
+        assert!(grid
+            .footnotes
+            .iter()
+            .any(|n| n.starts_with("rounds = min–max of the 2")));
     }
 }
