@@ -27,7 +27,7 @@ use parbench_kernels::latency::{
     Placement, PlacementPlan, PointResult, QpsScaledRequests, Service, DEFAULT_SATURATION_FACTOR,
 };
 use parbench_kernels::{find_kernel, Kernel, Params};
-use parbench_mapper::perf::{Profile, Quantity};
+use parbench_mapper::perf::{nominal_frequency_mhz, Metrics, Profile, Quantity, StudyMetrics};
 use plotters::prelude::*;
 
 use crate::args::{parse_positive, KernelParamArgs};
@@ -757,6 +757,7 @@ fn write_tables(out: &mut dyn Write, curves: &[MeasuredCurve], markdown: bool) -
 pub fn counter_lines(measured: &MeasuredCurve) -> Vec<String> {
     let mut lines = Vec::new();
     let mut unavailable: Option<&[parbench_mapper::perf::UnavailableEvent]> = None;
+    let frequency = nominal_frequency_mhz();
     for (point, profile) in measured.curve.points.iter().zip(&measured.counters) {
         let Some(profile) = profile else { continue };
         if lines.is_empty() {
@@ -768,15 +769,15 @@ pub fn counter_lines(measured: &MeasuredCurve) -> Vec<String> {
             let show = |value: Option<f64>, scale: f64| {
                 value.map_or_else(|| "n/a".to_owned(), |v| format!("{:.1}", v / scale))
             };
-            let metrics = profile.thread_metrics(thread.thread);
             lines.push(format!(
-                "  {:>8} QPS worker {}: task-clock {} ms, context switches {}, migrations {} | {}",
+                "  {:>8} QPS worker {}: task-clock {} ms, context switches {}, migrations {} | study: {} | project rule: {}",
                 point.offered_qps,
                 thread.thread,
                 show(get(Quantity::TaskClockNs), 1e6),
                 show(get(Quantity::ContextSwitches), 1.0),
                 show(get(Quantity::CpuMigrations), 1.0),
-                metrics.map_or_else(String::new, |m| m.to_string()),
+                StudyMetrics::from_totals(&totals, frequency),
+                Metrics::from_totals(&totals).classification(),
             ));
         }
         unavailable = Some(&profile.unavailable);
@@ -853,7 +854,10 @@ fn write_grid(out: &mut dyn Write, rows: &[Vec<String>], markdown: bool) -> io::
 
 /// p95 sojourn time against offered load, a line per placement; saturated points are crossed and
 /// each legend entry names the placement's saturation load.
-fn render_plot(curves: &[Curve], service: &str) -> Result<String, CliError> {
+///
+/// # Errors
+/// [`CliError::Plot`] when no point has a p95 or drawing fails.
+pub fn render_plot(curves: &[Curve], service: &str) -> Result<String, CliError> {
     let draw_error = |error: &dyn std::fmt::Display| {
         CliError::Plot(crate::plot::PlotError::Draw(error.to_string()))
     };

@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use parbench_kernels::latency::{LatencyError, Service};
 use parbench_mapper::perf::{
-    probe_events, CpuFamily, EventSpec, Profile, ThreadCounters, ThreadProfile, UnavailableEvent,
+    probe_events, tail_latency_events, CpuFamily, EventSpec, Profile, ThreadCounters,
+    ThreadProfile, UnavailableEvent,
 };
 
 /// What each worker of one load point recorded; `None` before the worker reached its first
@@ -40,11 +41,16 @@ pub struct CounterSet {
 }
 
 impl CounterSet {
-    /// Every event of this machine's CPU family (software ones always available), probed once,
-    /// for `workers` workers.
+    /// Every event of this machine's CPU family (software ones always available) plus the
+    /// tail-latency study's own events where the CPU has them ([`tail_latency_events`]), probed
+    /// once, for `workers` workers. Study events this CPU does not define are listed as
+    /// unavailable with the reason.
     pub fn for_this_machine(workers: usize) -> CounterSet {
-        let request = parbench_mapper::perf::ProfileRequest::for_this_machine("latency", workers);
-        CounterSet::new(request.family, &request.events, workers)
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let (events, not_on_this_cpu) = tail_latency_events(&cpuinfo);
+        let mut set = CounterSet::new(CpuFamily::detect(), &events, workers);
+        set.unavailable.extend(not_on_this_cpu);
+        set
     }
 
     /// `events` of `family`, probed on the calling thread, for `workers` workers.

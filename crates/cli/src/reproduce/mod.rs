@@ -34,6 +34,7 @@ pub mod pthreads;
 pub mod published;
 pub mod report;
 pub mod scheduler;
+pub mod tail_latency;
 
 use published::PublishedData;
 use report::StudyReport;
@@ -71,7 +72,7 @@ pub fn studies() -> &'static [&'static dyn Study] {
 /// The registry behind [`studies`]: adding a study adds one line here.
 static STUDIES: &[&dyn Study] = &[
     &pending::FAR_ATOMICS,
-    &pending::TAIL_LATENCY,
+    &tail_latency::TailLatencyStudy,
     &pthreads::PthreadsStudy,
     &pending::SMT_MAPPING,
     &scheduler::SchedulerStudy,

@@ -37,12 +37,6 @@ impl Study for PendingStudy {
     }
 }
 
-/// The TailBench-on-SMT latency study.
-pub static TAIL_LATENCY: PendingStudy = PendingStudy {
-    name: "tail-latency",
-    published: include_str!("../../data/published/tail-latency.json"),
-};
-
 /// The SMT instruction-aware mapping study.
 pub static SMT_MAPPING: PendingStudy = PendingStudy {
     name: "smt-mapping",

@@ -310,6 +310,68 @@ pub fn saturation_qps(points: &[PointResult], factor: f64) -> Option<f64> {
         .map(|point| point.offered_qps)
 }
 
+/// How a service fares on two SMT siblings compared with two separate cores, read from the two
+/// p95-vs-load curves as the tail-latency study classified its services (it found that half of
+/// them lose nothing on SMT while the others saturate much earlier).
+///
+/// ```
+/// use parbench_kernels::latency::{Curve, SmtVerdict, smt_verdict};
+/// let curve = |placement: &str, saturation_qps| Curve {
+///     placement: placement.into(), points: vec![], saturation_qps,
+/// };
+/// assert_eq!(smt_verdict(&curve("cores", Some(800.0)), &curve("smt", Some(800.0))), SmtVerdict::LosesNothing);
+/// assert_eq!(smt_verdict(&curve("cores", None), &curve("smt", None)), SmtVerdict::LosesNothing);
+/// assert_eq!(
+///     smt_verdict(&curve("cores", None), &curve("smt", Some(400.0))),
+///     SmtVerdict::SaturatesEarlier { smt_qps: 400.0, cores_qps: None },
+/// );
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SmtVerdict {
+    /// SMT saturates at the same load as two cores, or not at all on the measured loads.
+    LosesNothing,
+    /// SMT saturates at a lower load than two cores (`None`: the cores never saturated).
+    SaturatesEarlier {
+        /// SMT's saturation load.
+        smt_qps: f64,
+        /// The cores' saturation load, if reached.
+        cores_qps: Option<f64>,
+    },
+}
+
+impl std::fmt::Display for SmtVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SmtVerdict::LosesNothing => f.write_str(
+                "SMT-friendly: loses nothing on SMT siblings (saturates with two cores)",
+            ),
+            SmtVerdict::SaturatesEarlier { smt_qps, cores_qps } => {
+                let cores = cores_qps.map_or_else(
+                    || "not within the measured loads".to_owned(),
+                    |qps| format!("at {qps} QPS"),
+                );
+                write!(
+                    f,
+                    "SMT-averse: saturates earlier on SMT siblings ({smt_qps} QPS; two cores {cores})"
+                )
+            }
+        }
+    }
+}
+
+/// The study's classification from the curves of one service measured at the same loads with
+/// two workers on two cores (`cores`) and on the two PUs of one core (`smt`): SMT loses nothing
+/// when it saturates at the same load step as the cores or not at all, otherwise it saturates
+/// earlier. The resolution is that of the load grid: a difference smaller than one step is not
+/// seen.
+pub fn smt_verdict(cores: &Curve, smt: &Curve) -> SmtVerdict {
+    match (smt.saturation_qps, cores.saturation_qps) {
+        (None, _) => SmtVerdict::LosesNothing,
+        (Some(smt_qps), Some(cores_qps)) if smt_qps >= cores_qps => SmtVerdict::LosesNothing,
+        (Some(smt_qps), cores_qps) => SmtVerdict::SaturatesEarlier { smt_qps, cores_qps },
+    }
+}
+
 /// Everything that can go wrong setting up or running a latency measurement.
 ///
 /// ```

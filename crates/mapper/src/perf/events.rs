@@ -32,6 +32,7 @@
 use perf_event::events::{CacheResult, Hardware, Software, WhichCache};
 use serde::{Deserialize, Serialize};
 
+use super::study_metrics::StallResource;
 use crate::mix::InstrClass;
 
 /// A CPU family with its own raw-event table.
@@ -135,6 +136,20 @@ pub enum Quantity {
     L3Accesses,
     /// Last-level (L3) misses.
     L3Misses,
+    /// Retired loads that hit L1 (Intel MEM_LOAD_RETIRED.L1_HIT).
+    LoadsHitL1,
+    /// Retired loads that hit L2.
+    LoadsHitL2,
+    /// Retired loads that hit L3.
+    LoadsHitL3,
+    /// Retired loads that missed L1.
+    LoadsMissL1,
+    /// Retired loads that missed L2.
+    LoadsMissL2,
+    /// Cycles in which no uop executed (Intel UOPS_EXECUTED.STALL_CYCLES).
+    ExecutionStallCycles,
+    /// Cycles dispatch stalled on a full resource (Intel RESOURCE_STALLS.*).
+    ResourceStallCycles(StallResource),
 }
 
 impl Quantity {
@@ -161,6 +176,15 @@ impl Quantity {
             Quantity::L2Misses => "L2 misses".into(),
             Quantity::L3Accesses => "L3 accesses".into(),
             Quantity::L3Misses => "L3 misses".into(),
+            Quantity::LoadsHitL1 => "loads hitting L1".into(),
+            Quantity::LoadsHitL2 => "loads hitting L2".into(),
+            Quantity::LoadsHitL3 => "loads hitting L3".into(),
+            Quantity::LoadsMissL1 => "loads missing L1".into(),
+            Quantity::LoadsMissL2 => "loads missing L2".into(),
+            Quantity::ExecutionStallCycles => "uops_executed.stall_cycles".into(),
+            Quantity::ResourceStallCycles(resource) => {
+                format!("{} stall cycles", resource.name())
+            }
         }
     }
 }

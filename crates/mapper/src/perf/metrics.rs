@@ -10,7 +10,13 @@
 //! - memory accesses per µs = (load class + store class instructions) / task-clock µs
 //! - dispatch-stall fraction = backend stall cycles / cycles
 //!
-//! **SMT-friendly rule** ([`SMT_FRIENDLY_RULE`]): a thread is SMT-friendly when
+//! These are the project's definitions; the tail-latency study's own (L3 misses × frequency /
+//! cycles, hit rates from retired loads, `uops_executed.stall_cycles` with its RES/ROB/RS/SB
+//! breakdown) are in [`super::study_metrics`].
+//!
+//! **SMT-friendly rule** ([`SMT_FRIENDLY_RULE`]) — parbench's own heuristic, *not* the study's,
+//! which classified services by comparing their p95-vs-load curves on SMT siblings and on separate
+//! cores (see `parbench_kernels::latency::smt_verdict`): a thread is SMT-friendly when
 //! IPC < 1.0 *and* dispatch-stall fraction ≥ 0.3 — it leaves most issue slots idle waiting on
 //! the backend, so a sibling can use them. It is SMT-averse otherwise. Without IPC or the stall
 //! fraction no classification is made.
@@ -29,7 +35,7 @@ use crate::mix::InstrClass;
 /// assert!(parbench_mapper::perf::SMT_FRIENDLY_RULE.contains("IPC < 1.0"));
 /// ```
 pub const SMT_FRIENDLY_RULE: &str =
-    "SMT-friendly when IPC < 1.0 and dispatch-stall fraction >= 0.3";
+    "parbench's own rule, not the tail-latency study's (which classified services from their p95 curves on SMT siblings vs cores): SMT-friendly when IPC < 1.0 and dispatch-stall fraction >= 0.3";
 
 const FRIENDLY_IPC_BELOW: f64 = 1.0;
 const FRIENDLY_STALL_AT_LEAST: f64 = 0.3;
@@ -114,24 +120,7 @@ impl Metrics {
     pub fn from_totals(totals: &QuantityTotals) -> Metrics {
         let mut missing = Vec::new();
         let mut metric = |name: &str, inputs: &[Quantity], formula: &dyn Fn(&[f64]) -> f64| {
-            let values: Vec<Option<f64>> = inputs
-                .iter()
-                .map(|q| totals.get(q).copied().flatten())
-                .collect();
-            let absent: Vec<String> = inputs
-                .iter()
-                .zip(&values)
-                .filter(|(_, v)| v.is_none())
-                .map(|(q, _)| q.name())
-                .collect();
-            if absent.is_empty() {
-                let present: Vec<f64> = values.into_iter().flatten().collect();
-                let value = formula(&present);
-                value.is_finite().then_some(value)
-            } else {
-                missing.push((name.to_owned(), absent));
-                None
-            }
+            derive_metric(totals, &mut missing, name, inputs, formula)
         };
         let ratio = |v: &[f64]| v[0] / v[1];
         let per_kilo_instruction = |v: &[f64]| v[0] * 1000.0 / v[1];
@@ -198,6 +187,35 @@ impl Metrics {
             (Some(_), Some(_)) => SmtClass::Averse,
             _ => SmtClass::Unknown,
         }
+    }
+}
+
+/// `formula` of the `inputs` when every input was counted (and the result is finite); otherwise
+/// `None`, and `missing` gets `name` with the inputs that were unavailable.
+pub(crate) fn derive_metric(
+    totals: &QuantityTotals,
+    missing: &mut Vec<(String, Vec<String>)>,
+    name: &str,
+    inputs: &[Quantity],
+    formula: &dyn Fn(&[f64]) -> f64,
+) -> Option<f64> {
+    let values: Vec<Option<f64>> = inputs
+        .iter()
+        .map(|q| totals.get(q).copied().flatten())
+        .collect();
+    let absent: Vec<String> = inputs
+        .iter()
+        .zip(&values)
+        .filter(|(_, v)| v.is_none())
+        .map(|(q, _)| q.name())
+        .collect();
+    if absent.is_empty() {
+        let present: Vec<f64> = values.into_iter().flatten().collect();
+        let value = formula(&present);
+        value.is_finite().then_some(value)
+    } else {
+        missing.push((name.to_owned(), absent));
+        None
     }
 }
 

@@ -16,6 +16,7 @@ pub mod counter;
 pub mod events;
 pub mod metrics;
 pub mod profile;
+pub mod study_metrics;
 pub mod thread_counters;
 mod workload_mix;
 
@@ -32,6 +33,7 @@ pub use profile::{
     profile_threads, EventRecord, MixSource, Profile, ProfileRequest, ThreadProfile,
     UnavailableEvent,
 };
+pub use study_metrics::{nominal_frequency_mhz, tail_latency_events, StallResource, StudyMetrics};
 pub use thread_counters::{probe_events, ThreadCounters};
 
 /// Errors from counters and profiles.

@@ -1,0 +1,558 @@
+//! `reproduce tail-latency`: the TailBench-on-SMT study's experiment — p95 latency against offered
+//! load for each service on one worker, two workers on two cores and two workers on the two PUs of
+//! one core, with TailBench's request counts (warm-up = 4·QPS, measurement = 3 × warm-up, scaled
+//! down in time here), per-worker counters recorded *during* the latency runs, the study's metric
+//! definitions at each service's critical load, and its classification from the p95 curves.
+//!
+//! Services are this project's kernels at their small size (one request = one single-threaded
+//! run), standing in for the TailBench applications, which are not part of parbench. Loads are
+//! fractions of one worker's capacity, measured first (median service time of a few requests),
+//! so every service gets a grid around its own knee.
+
+use std::time::Duration;
+
+use parbench_kernels::latency::{
+    smt_verdict, Bounds, CurveConfig, PlacementPlan, QpsScaledRequests, DEFAULT_SATURATION_FACTOR,
+};
+use parbench_kernels::{find_kernel, Kernel, Params, SeqExecutor};
+use parbench_mapper::perf::{
+    nominal_frequency_mhz, tail_latency_events, Profile, Quantity, StudyMetrics, SMT_FRIENDLY_RULE,
+};
+
+use crate::error::CliError;
+use crate::latency::{
+    measure_curves, render_plot, this_machine_plans, LatencySetup, MeasuredCurve,
+};
+use crate::reproduce::report::{FigureFile, Measured, MeasuredFigure, Section, StudyReport};
+use crate::reproduce::{machine_conditions, Scale, Study, StudyRun, RESULT_LABELS};
+use crate::results::{Cell, Report};
+
+/// The tail-latency study.
+#[derive(Debug)]
+pub struct TailLatencyStudy;
+
+/// Services standing in for TailBench's applications: dense compute, sparse memory-bound,
+/// branchy search, dependent loads.
+const SERVICES: [&str; 4] = ["matmul", "spmv-balanced", "nqueens", "load-dep"];
+
+/// Offered loads as fractions of one worker's capacity (1 / median service time): below, at and
+/// beyond what one worker can serve, up to what two workers can.
+const LOAD_FRACTIONS: [f64; 7] = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75];
+const TINY_LOAD_FRACTIONS: [f64; 2] = [0.3, 0.9];
+
+/// Seconds of arrivals per load relative to TailBench's 16 s (4 s warm-up + 12 s measured).
+fn time_factor(scale: Scale) -> f64 {
+    scale.pick(0.002, 0.1, 1.0)
+}
+
+impl Study for TailLatencyStudy {
+    fn name(&self) -> &'static str {
+        "tail-latency"
+    }
+
+    fn published_json(&self) -> &'static str {
+        include_str!("../../data/published/tail-latency.json")
+    }
+
+    fn scaling(&self, scale: Scale) -> String {
+        let factor = time_factor(scale);
+        let loads = match scale {
+            Scale::Tiny => TINY_LOAD_FRACTIONS.len(),
+            _ => LOAD_FRACTIONS.len(),
+        };
+        let services = match scale {
+            Scale::Tiny => 1,
+            _ => SERVICES.len(),
+        };
+        format!(
+            "{services} kernel service(s) instead of TailBench's applications; {loads} loads per placement \
+             (fractions of one worker's measured capacity); warm-up = {}·QPS and measurement = 3 × warm-up \
+             requests, i.e. TailBench's rule with {} s instead of 16 s of arrivals per load (factor {factor}); \
+             placements single, cores and smt (smt only where SMT siblings exist)",
+            4.0 * factor,
+            16.0 * factor
+        )
+    }
+
+    fn run(&self, run: &mut StudyRun) -> Result<StudyReport, CliError> {
+        let scale = run.scale;
+        let factor = time_factor(scale);
+        let per_qps = QpsScaledRequests::TAILBENCH
+            .scaled_down(factor)
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        let (plans, notes) = this_machine_plans("single,cores,smt")?;
+        for note in &notes {
+            run.note(note);
+        }
+        let services: &[&str] = match scale {
+            Scale::Tiny => &SERVICES[..1],
+            _ => &SERVICES,
+        };
+        let fractions: &[f64] = match scale {
+            Scale::Tiny => &TINY_LOAD_FRACTIONS,
+            _ => &LOAD_FRACTIONS,
+        };
+        let frequency = nominal_frequency_mhz();
+        let mut outcomes = Vec::new();
+        for name in services {
+            let kernel = find_kernel(name)?;
+            let params = Params::small(kernel);
+            let service_s = median_service_time(kernel, &params, scale.pick(5, 31, 101))?;
+            let capacity = 1.0 / service_s;
+            let loads: Vec<f64> = fractions
+                .iter()
+                .map(|f| (f * capacity).round().max(1.0))
+                .collect();
+            run.note(&format!(
+                "  {name}: median service time {:.1} µs (capacity of one worker ≈ {capacity:.0} QPS); loads {loads:?}",
+                service_s * 1e6
+            ));
+            let setup = LatencySetup {
+                kernel,
+                params,
+                config: CurveConfig {
+                    qps: loads,
+                    per_qps: Some(per_qps),
+                    seed: 1,
+                    // A point's arrivals last 16·factor s; twice that (and at least 2 s) ends an
+                    // overloaded one without cutting a stable one short.
+                    bounds: Bounds {
+                        max_backlog: Bounds::default().max_backlog,
+                        max_duration: Duration::from_secs_f64((32.0 * factor).max(2.0)),
+                    },
+                    saturation_factor: DEFAULT_SATURATION_FACTOR,
+                    ..CurveConfig::default()
+                },
+                plans: plans.clone(),
+                pin: true,
+                counters: true,
+            };
+            let quiet = run.quiet;
+            let curves = measure_curves(&setup, |plan, point, _, _| {
+                if !quiet {
+                    let p95 = point
+                        .sojourn
+                        .map_or_else(|| "-".to_owned(), |s| format!("{:.3} ms", s.p95_ns / 1e6));
+                    eprintln!(
+                        "    {} {} QPS: p95 {p95}{}",
+                        plan.name,
+                        point.offered_qps,
+                        if point.saturated() {
+                            " (saturated)"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+            })?;
+            for measured in &curves {
+                record_cells(&mut run.results, name, &plans, measured);
+            }
+            outcomes.push(ServiceOutcome {
+                name,
+                service_s,
+                curves,
+            });
+        }
+        let (_, not_on_this_cpu) =
+            tail_latency_events(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default());
+        Ok(report(
+            self,
+            run,
+            &outcomes,
+            &plans,
+            &notes,
+            per_qps,
+            frequency,
+            &not_on_this_cpu,
+        ))
+    }
+}
+
+/// One service's curves on every placement measured.
+struct ServiceOutcome {
+    name: &'static str,
+    service_s: f64,
+    curves: Vec<MeasuredCurve>,
+}
+
+impl ServiceOutcome {
+    fn curve(&self, placement: &str) -> Option<&MeasuredCurve> {
+        self.curves.iter().find(|m| m.curve.placement == placement)
+    }
+}
+
+/// Median wall time of `runs` single-threaded runs of the kernel (after one warm-up run).
+fn median_service_time(
+    kernel: &'static dyn Kernel,
+    params: &Params,
+    runs: usize,
+) -> Result<f64, CliError> {
+    let mut prepared = kernel.prepare(params, 1)?;
+    prepared.run(&SeqExecutor::new())?;
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs.max(1) {
+        times.push(prepared.run(&SeqExecutor::new())?.elapsed.as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2].max(1e-7))
+}
+
+/// Every load point as a results cell (sojourn times as samples).
+fn record_cells(
+    results: &mut Report,
+    service: &str,
+    plans: &[PlacementPlan],
+    measured: &MeasuredCurve,
+) {
+    let workers = plans
+        .iter()
+        .find(|p| p.name == measured.curve.placement)
+        .map_or(0, |p| p.worker_cpus.len())
+        .to_string();
+    for point in &measured.curve.points {
+        let condition = format!("p95 vs load, {} QPS", point.offered_qps);
+        let samples = point
+            .samples
+            .iter()
+            .map(|s| s.sojourn_ns() as f64 / 1e9)
+            .collect();
+        results.cells.push(Cell::measured(
+            &[
+                ("condition", condition.as_str()),
+                ("kernel", service),
+                ("scheduler", measured.curve.placement.as_str()),
+                ("threads", workers.as_str()),
+            ],
+            samples,
+        ));
+    }
+}
+
+/// The counters of the critical load: the highest load measured before the curve's saturation
+/// load (the highest measured load when it never saturated).
+fn critical_point(measured: &MeasuredCurve) -> Option<(f64, &Profile)> {
+    let curve = &measured.curve;
+    let index = match curve.saturation_qps {
+        Some(knee) => curve
+            .points
+            .iter()
+            .position(|p| p.offered_qps >= knee)?
+            .checked_sub(1)?,
+        None => curve.points.len().checked_sub(1)?,
+    };
+    let profile = measured.counters.get(index)?.as_ref()?;
+    Some((curve.points[index].offered_qps, profile))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    study: &TailLatencyStudy,
+    run: &mut StudyRun,
+    outcomes: &[ServiceOutcome],
+    plans: &[PlacementPlan],
+    notes: &[String],
+    per_qps: QpsScaledRequests,
+    frequency: Option<f64>,
+    not_on_this_cpu: &[parbench_mapper::perf::UnavailableEvent],
+) -> StudyReport {
+    let scale = run.scale;
+    let has_smt = plans.iter().any(|p| p.name == "smt");
+    let placements: Vec<&str> = plans.iter().map(|p| p.name.as_str()).collect();
+    let mut measured = vec![
+        MeasuredFigure {
+            id: "warmup-requests".into(),
+            value: Measured::Finding(format!(
+                "{} · QPS (TailBench's 4 · QPS scaled by {})",
+                per_qps.warmup_seconds,
+                per_qps.warmup_seconds / 4.0
+            )),
+            conditions: "every load of every service and placement".into(),
+        },
+        MeasuredFigure {
+            id: "measured-requests".into(),
+            value: Measured::Finding(format!("{} × the warm-up", per_qps.measured_per_warmup)),
+            conditions:
+                "every load; requests beyond a backlog/duration bound are counted as dropped".into(),
+        },
+    ];
+
+    // The study's classification: SMT siblings vs two cores, from the p95 curves.
+    let verdicts: Vec<(&str, String)> = outcomes
+        .iter()
+        .filter_map(|o| {
+            let (cores, smt) = (o.curve("cores")?, o.curve("smt")?);
+            Some((o.name, smt_verdict(&cores.curve, &smt.curve).to_string()))
+        })
+        .collect();
+    let no_smt_reason = if notes.is_empty() {
+        "the smt placement was not measured".to_owned()
+    } else {
+        format!(
+            "this machine cannot host the smt placement ({})",
+            notes.join("; ")
+        )
+    };
+    measured.push(MeasuredFigure {
+        id: "smt-finding".into(),
+        value: if verdicts.is_empty() {
+            Measured::Unavailable(no_smt_reason.clone())
+        } else {
+            let friendly = verdicts
+                .iter()
+                .filter(|(_, v)| v.starts_with("SMT-friendly"))
+                .count();
+            Measured::Finding(format!(
+                "{friendly} of {} services lose nothing on SMT: {}",
+                verdicts.len(),
+                verdicts
+                    .iter()
+                    .map(|(s, v)| format!("{s}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ))
+        },
+        conditions: "saturation = first load whose p95 exceeds 5 × the lowest load's p95 (or that hit a bound); SMT loses nothing when it saturates at the same load step as two cores".into(),
+    });
+
+    // Counters under load and the study's metrics at each service's critical load.
+    let mut metric_rows = Vec::new();
+    let mut study_metrics: Vec<(String, StudyMetrics)> = Vec::new();
+    let mut project_rule: Vec<String> = Vec::new();
+    for outcome in outcomes {
+        for measured_curve in &outcome.curves {
+            let Some((qps, profile)) = critical_point(measured_curve) else {
+                continue;
+            };
+            let label = format!(
+                "{} {} @ {qps} QPS",
+                outcome.name, measured_curve.curve.placement
+            );
+            let totals = profile.all_threads_totals();
+            let requests = measured_curve
+                .curve
+                .points
+                .iter()
+                .find(|p| p.offered_qps == qps)
+                .map_or(0, |p| p.samples.len());
+            let per_request = |quantity: Quantity, scale: f64| {
+                totals
+                    .get(&quantity)
+                    .copied()
+                    .flatten()
+                    .filter(|_| requests > 0)
+                    .map_or_else(
+                        || "n/a".to_owned(),
+                        |v| format!("{:.2}", v / scale / requests as f64),
+                    )
+            };
+            let metrics = StudyMetrics::from_totals(&totals, frequency);
+            // The metrics' own separators would split the Markdown cell.
+            let metrics_text = metrics.to_string().replace(" | ", "; ");
+            metric_rows.push(format!(
+                "| {label} | {} | {} | {} | {metrics_text} |",
+                profile.threads.len(),
+                per_request(Quantity::TaskClockNs, 1e3),
+                per_request(Quantity::ContextSwitches, 1.0),
+            ));
+            project_rule.push(format!(
+                "{label}: {}",
+                parbench_mapper::perf::Metrics::from_totals(&totals).classification()
+            ));
+            study_metrics.push((label, metrics));
+        }
+    }
+    let first_reason = outcomes
+        .iter()
+        .flat_map(|o| &o.curves)
+        .flat_map(|m| m.counters.iter().flatten())
+        .flat_map(|p| p.unavailable.iter())
+        .chain(not_on_this_cpu)
+        .map(|u| format!("{}: {}", u.event, u.reason))
+        .next()
+        .unwrap_or_default();
+    let metric_figure = |id: &str,
+                         pick: &dyn Fn(&StudyMetrics) -> Option<f64>,
+                         metric: &str,
+                         unit: &str| {
+        let values: Vec<String> = study_metrics
+            .iter()
+            .filter_map(|(label, m)| pick(m).map(|v| format!("{label}: {v:.3}{unit}")))
+            .collect();
+        let missing: Vec<String> = study_metrics
+            .first()
+            .and_then(|(_, m)| m.missing.iter().find(|(name, _)| name.starts_with(metric)))
+            .map(|(_, inputs)| inputs.clone())
+            .unwrap_or_default();
+        MeasuredFigure {
+            id: id.to_owned(),
+            value: if values.is_empty() {
+                Measured::Unavailable(format!(
+                    "needs {} — unavailable here ({first_reason})",
+                    if missing.is_empty() { "hardware counters".to_owned() } else { missing.join(", ") }
+                ))
+            } else {
+                Measured::Finding(values.join("; "))
+            },
+            conditions: "all workers of a placement summed, measured requests at the critical load (the last load before saturation)".into(),
+        }
+    };
+    measured.push(metric_figure(
+        "metric-memory-accesses",
+        &|m| m.memory_accesses_per_us,
+        "memory accesses",
+        " /µs",
+    ));
+    measured.push(metric_figure(
+        "metric-hit-rate",
+        &|m| m.l1_hit_rate,
+        "L1 hit rate",
+        "",
+    ));
+    measured.push(metric_figure(
+        "metric-dispatch-stalls",
+        &|m| m.dispatch_stall_fraction,
+        "dispatch stalls",
+        "",
+    ));
+    measured.push(MeasuredFigure {
+        id: "counters-under-load".into(),
+        value: if metric_rows.is_empty() {
+            Measured::Unavailable("no load point reached its measured requests".into())
+        } else {
+            Measured::Finding(format!(
+                "recorded per worker during the measured requests of every load ({} placement × service curves); software events counted, hardware events: {}",
+                metric_rows.len(),
+                if first_reason.is_empty() { "counted".to_owned() } else { format!("unavailable ({first_reason})") }
+            ))
+        },
+        conditions: "perf_event counters opened on each worker thread at its first measured request, read at the end of the load".into(),
+    });
+    measured.push(MeasuredFigure {
+        id: "project-smt-rule".into(),
+        value: Measured::Finding(if project_rule.is_empty() {
+            "no counters".to_owned()
+        } else {
+            project_rule.join("; ")
+        }),
+        conditions: format!("{SMT_FRIENDLY_RULE} — shown for comparison only"),
+    });
+
+    let mut sections = Vec::new();
+    for outcome in outcomes {
+        let mut body = format!(
+            "Median service time {:.1} µs. p95 sojourn time (ms) per offered load; `sat` marks a load that hit a bound.\n\n| QPS |",
+            outcome.service_s * 1e6
+        );
+        for placement in &placements {
+            body.push_str(&format!(" {placement} |"));
+        }
+        body.push_str("\n|---|");
+        body.push_str(&"---|".repeat(placements.len()));
+        body.push('\n');
+        let mut loads: Vec<f64> = outcome
+            .curves
+            .iter()
+            .flat_map(|m| m.curve.points.iter().map(|p| p.offered_qps))
+            .collect();
+        loads.sort_by(f64::total_cmp);
+        loads.dedup();
+        for qps in loads {
+            body.push_str(&format!("| {qps} |"));
+            for placement in &placements {
+                let cell = outcome
+                    .curve(placement)
+                    .and_then(|m| m.curve.points.iter().find(|p| p.offered_qps == qps))
+                    .map_or_else(
+                        || "–".to_owned(),
+                        |p| {
+                            let p95 = p.sojourn.map_or_else(
+                                || "–".to_owned(),
+                                |s| format!("{:.3}", s.p95_ns / 1e6),
+                            );
+                            if p.saturated() {
+                                format!("{p95} sat")
+                            } else {
+                                p95
+                            }
+                        },
+                    );
+                body.push_str(&format!(" {cell} |"));
+            }
+            body.push('\n');
+        }
+        body.push_str("\nSaturation load: ");
+        let knees: Vec<String> = outcome
+            .curves
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} {}",
+                    m.curve.placement,
+                    m.curve
+                        .saturation_qps
+                        .map_or_else(|| "not reached".to_owned(), |q| format!("{q} QPS"))
+                )
+            })
+            .collect();
+        body.push_str(&knees.join(", "));
+        body.push('\n');
+        sections.push(Section {
+            heading: format!("p95 vs load: {}", outcome.name),
+            body,
+        });
+    }
+    let mut counters_body = String::from(
+        "The study's metric definitions (L3 misses × frequency / cycles; hit rates from retired loads; \
+         `uops_executed.stall_cycles` / cycles with the RES/ROB/RS/SB breakdown), computed where the counters exist.\n\n\
+         | service, placement, critical load | workers | task clock µs / request | context switches / request | study metrics |\n|---|---|---|---|---|\n",
+    );
+    for row in &metric_rows {
+        counters_body.push_str(row);
+        counters_body.push('\n');
+    }
+    if !first_reason.is_empty() {
+        counters_body.push_str(&format!("\nUnavailable here: {first_reason}.\n"));
+    }
+    counters_body.push_str(&format!(
+        "\nClassification rule shown for comparison: {SMT_FRIENDLY_RULE}.\n"
+    ));
+    sections.push(Section {
+        heading: "Counters under load at each critical load".into(),
+        body: counters_body,
+    });
+    if !has_smt {
+        sections.push(Section {
+            heading: "SMT placement".into(),
+            body: format!("Not measured: {no_smt_reason}. On a machine with SMT the same command adds the smt curves and the classification."),
+        });
+    }
+
+    let mut figures = Vec::new();
+    for outcome in outcomes {
+        let curves: Vec<_> = outcome.curves.iter().map(|m| m.curve.clone()).collect();
+        if let Ok(svg) = render_plot(&curves, outcome.name) {
+            figures.push(FigureFile {
+                file: format!("p95-{}.svg", outcome.name),
+                caption: format!(
+                    "{}: p95 sojourn time against offered load, one line per placement; crosses mark saturated loads.",
+                    outcome.name
+                ),
+                svg,
+            });
+        }
+    }
+    StudyReport {
+        scale,
+        scaling: study.scaling(scale),
+        conditions_here: format!(
+            "{}; open-loop exponential arrivals (seed 1), FIFO workers pinned per placement; nominal frequency {}",
+            machine_conditions(),
+            frequency.map_or_else(|| "unknown".to_owned(), |f| format!("{f:.0} MHz"))
+        ),
+        measured,
+        sections,
+        figures,
+        results: std::mem::replace(&mut run.results, Report::new("reproduce", &RESULT_LABELS)),
+    }
+}
