@@ -39,6 +39,20 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     fi
 fi
 
+# Optional test tools: the tests that need them print SKIPPED with the reason when they are absent.
+# stress-ng: a real, unmodified multi-process program for the `corun` tests.
+if ! command -v stress-ng >/dev/null 2>&1; then
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+        echo "== installing stress-ng (optional, for the corun tests)" >&2
+        apt=(apt-get -o DPkg::Lock::Timeout=600 -q)
+        DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y stress-ng >&2 \
+            || { "${apt[@]}" update >&2 && DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y stress-ng >&2; } \
+            || echo "warning: stress-ng could not be installed: the corun tests that use it will be skipped" >&2
+    else
+        echo "warning: stress-ng is not installed (sudo apt-get install stress-ng): the corun tests that use it will be skipped" >&2
+    fi
+fi
+
 for component in rustfmt clippy; do
     if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
         if command -v rustup >/dev/null; then

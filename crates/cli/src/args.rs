@@ -46,6 +46,8 @@ pub enum Command {
     Profile(crate::profile::ProfileArgs),
     /// Map threads to PUs by instruction mix and compare every algorithm on the contention model.
     Map(Box<crate::map::MapArgs>),
+    /// Run unmodified programs together, mapping and pinning every thread they start.
+    Corun(Box<crate::corun::CorunArgs>),
     /// Rerun a study's own experiments and set the results beside the published ones.
     Reproduce(crate::reproduce::ReproduceArgs),
     /// One round of `sweep --rounds`, run by `sweep` in a child process (not for direct use).
@@ -263,6 +265,25 @@ pub fn parse_positive(text: &str) -> Result<usize, String> {
     match parse_count(text)? {
         0 => Err("must be at least 1, got 0".to_owned()),
         n => Ok(n),
+    }
+}
+
+/// Parses a positive number of seconds (fractions allowed), e.g. `2.5`.
+///
+/// ```
+/// use parbench_cli::args::parse_seconds;
+/// assert_eq!(parse_seconds("0.5"), Ok(std::time::Duration::from_millis(500)));
+/// assert!(parse_seconds("0").is_err() && parse_seconds("-1").is_err() && parse_seconds("x").is_err());
+/// ```
+///
+/// # Errors
+/// A message for clap when the text is not a positive, finite number.
+pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    match text.trim().parse::<f64>() {
+        Ok(seconds) if seconds > 0.0 && seconds.is_finite() && seconds < 1e9 => {
+            Ok(std::time::Duration::from_secs_f64(seconds))
+        }
+        _ => Err(format!("`{text}` is not a positive number of seconds")),
     }
 }
 

@@ -53,6 +53,7 @@ pub fn run(command: Command) -> Result<(), CliError> {
         Command::Topology(args) => crate::topology::run(&args),
         Command::Profile(args) => crate::profile::run(&args),
         Command::Map(args) => crate::map::run(&args),
+        Command::Corun(args) => crate::corun::run(&args),
         Command::Reproduce(args) => crate::reproduce::run(&args),
         Command::SweepRound(args) => sweep_round(&args),
     }

@@ -66,6 +66,9 @@ pub enum CliError {
     /// Counters or a profile file that failed (`profile`, `map --profile`).
     #[error(transparent)]
     Profile(#[from] parbench_mapper::perf::ProfileError),
+    /// Commands could not be watched or mapped (`corun`, `map --pid`).
+    #[error(transparent)]
+    Corun(#[from] parbench_mapper::corun::CorunError),
     /// The co-scheduling scenarios could not run (`map --scenarios`).
     #[error(transparent)]
     Scenario(#[from] parbench_mapper::ScenarioError),

@@ -17,6 +17,7 @@
 
 pub mod args;
 pub mod commands;
+pub mod corun;
 pub mod environment;
 pub mod error;
 pub mod export;

@@ -46,8 +46,25 @@ pub struct MapArgs {
     #[arg(long, value_name = "TOPOLOGY", default_value = "this")]
     pub topology: String,
     /// Kernels whose threads are mapped, comma-separated (threads go to them in blocks).
-    #[arg(long, value_name = "LIST", value_delimiter = ',', required = true)]
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        required_unless_present = "pid"
+    )]
     pub kernels: Vec<String>,
+    /// Instead of planning kernels: map and pin, once, the threads of these running processes
+    /// (and their descendants) on this machine.
+    #[arg(long, value_name = "PID[,PID…]", value_delimiter = ',', conflicts_with_all = ["kernels", "profile", "scenarios"])]
+    pub pid: Vec<i32>,
+    /// With --pid: each process's instruction class (fp, int, load, store, branch), in order.
+    #[arg(
+        long,
+        value_name = "CLASS[,CLASS…]",
+        value_delimiter = ',',
+        requires = "pid"
+    )]
+    pub class: Vec<String>,
     /// Threads to map [default: every PU of the topology].
     #[arg(long, value_name = "N", value_parser = parse_positive)]
     pub threads: Option<usize>,
@@ -237,6 +254,9 @@ impl KernelWorkload {
 /// [`CliError`] for a malformed topology, an unknown algorithm or kernel, a missing profile, too
 /// many threads for the topology, or a failing scenario.
 pub fn run(args: &MapArgs) -> Result<(), CliError> {
+    if !args.pid.is_empty() {
+        return crate::corun::map_pids(&args.pid, &args.class, &args.algorithm);
+    }
     let topology = parse_topology_arg(&args.topology)?;
     let algorithm: Algorithm = args.algorithm.trim().parse()?;
     let kernels: Vec<String> = args.kernels.iter().map(|k| k.trim().to_owned()).collect();

@@ -29,23 +29,31 @@ use crate::error::CliError;
 /// use parbench_cli::args::{Cli, Command};
 /// let cli = Cli::try_parse_from(["parbench-cli", "profile", "--kernel", "fp-add", "--threads", "2"])?;
 /// let Command::Profile(args) = cli.command else { unreachable!() };
-/// assert_eq!((args.kernel.as_str(), args.threads), ("fp-add", 2));
+/// assert_eq!((args.kernel.as_deref(), args.threads), (Some("fp-add"), 2));
 /// # Ok::<(), clap::Error>(())
 /// ```
 #[derive(Debug, Args)]
 pub struct ProfileArgs {
     /// The kernel to profile (see `parbench-cli list`).
-    #[arg(long, value_name = "K")]
-    pub kernel: String,
+    #[arg(long, value_name = "K", required_unless_present = "command")]
+    pub kernel: Option<String>,
     /// Threads, each running its own copy of the kernel.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_positive)]
     pub threads: usize,
     /// A kernel parameter (default values otherwise), repeatable.
     #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     pub params: Vec<(String, String)>,
-    /// Write the profile as JSON (for `map --profile`).
+    /// Write the profile as JSON (for `map --profile`, or `corun --profile` after `-- CMD`).
     #[arg(long, short, value_name = "P.json")]
     pub output: Option<PathBuf>,
+    /// With `-- CMD`: the command's dominant instruction class (fp, int, load, store, branch),
+    /// used where the counters cannot measure the mix.
+    #[arg(long, value_name = "CLASS", requires = "command")]
+    pub class: Option<String>,
+    /// An unmodified command to profile instead of a kernel: `-- CMD ARGS`. Counters are
+    /// inherited by all of its threads and child processes.
+    #[arg(last = true, value_name = "CMD", conflicts_with = "kernel")]
+    pub command: Vec<String>,
 }
 
 /// The kernel's parameters from `pairs`, refusing names it does not declare.
@@ -132,7 +140,10 @@ pub fn profile_kernel(
 /// [`CliError::Kernel`] for an unknown kernel (listing the valid names) or a bad parameter, and
 /// the errors of [`profile_kernel`] and of writing the JSON file.
 pub fn run(args: &ProfileArgs) -> Result<(), CliError> {
-    let kernel = find_kernel(args.kernel.trim())?;
+    let Some(kernel) = args.kernel.as_deref() else {
+        return crate::corun::profile(&args.command, args.class.as_deref(), args.output.as_deref());
+    };
+    let kernel = find_kernel(kernel.trim())?;
     let params = kernel_params(kernel, &args.params)?;
     let (profile, reports) = profile_kernel(kernel, &params, args.threads)?;
     let declared = InstructionMix::declared_for_kernel(kernel.name());

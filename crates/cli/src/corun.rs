@@ -1,0 +1,516 @@
+//! `parbench-cli corun`, `profile -- CMD` and `map --pid`: mapping the threads of unmodified
+//! programs. The work happens in `parbench_mapper::corun` (launching, discovery, mapping,
+//! pinning) and `parbench_mapper::perf::profile_command`; this module parses, matches profiles to
+//! commands, repeats runs for `--compare` and prints.
+//!
+//! `--compare` runs the whole set of commands once per algorithm per repetition, the algorithms in
+//! a freshly shuffled order each repetition (seeded), so that drift of a shared machine spreads
+//! over all of them. Per algorithm it reports the median, mean and the 95 % Student-t interval of
+//! the mean of the system time (first start to last exit), and the median normalised to `os`
+//! (the Linux scheduler alone), as the SMT study reports it.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use clap::Args;
+use parbench_mapper::corun::{
+    corun, map_running, stop_on_termination_signals, ChildOutput, CommandSpec, CorunOptions,
+    CorunReport,
+};
+use parbench_mapper::perf::{profile_command, CommandProfile, MixSource, ProfileRequest};
+use parbench_mapper::tasks::Pid;
+use parbench_mapper::{Algorithm, InstrClass, InstructionMix, Topology};
+use serde::Serialize;
+
+use crate::args::{parse_positive, parse_seconds};
+use crate::commands::write_stdout;
+use crate::error::CliError;
+use crate::stats::{student_t95, SplitMix64, Summary};
+
+/// Separates the commands after `--`.
+pub const COMMAND_SEPARATOR: &str = ":::";
+
+/// Options of `parbench-cli corun`.
+///
+/// ```
+/// use clap::Parser;
+/// use parbench_cli::args::{Cli, Command};
+/// let cli = Cli::try_parse_from([
+///     "parbench-cli", "corun", "--algorithm", "compact", "--",
+///     "sleep", "1", ":::", "sleep", "2",
+/// ])?;
+/// let Command::Corun(args) = cli.command else { unreachable!() };
+/// assert_eq!(parbench_cli::corun::split_commands(&args.commands).unwrap().len(), 2);
+/// # Ok::<(), clap::Error>(())
+/// ```
+#[derive(Debug, Args)]
+pub struct CorunArgs {
+    /// instruction-aware, round-robin, compact, scatter or os.
+    #[arg(long, value_name = "NAME", default_value = "instruction-aware")]
+    pub algorithm: String,
+    /// A profile of one of the commands (`profile --output P.json -- CMD`), matched by its
+    /// command line; repeatable. Commands without one have an unknown mix.
+    #[arg(long, value_name = "P.json")]
+    pub profile: Vec<PathBuf>,
+    /// Run the commands under several algorithms in turn and compare their system times.
+    #[arg(long)]
+    pub compare: bool,
+    /// Algorithms for --compare [default: all five; `os` is always included].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub algorithms: Option<Vec<String>>,
+    /// Runs per algorithm with --compare.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_positive)]
+    pub repeat: usize,
+    /// Seed of the shuffled run order of --compare.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub seed: u64,
+    /// Stop every command (SIGTERM, then SIGKILL) after this many seconds.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub timeout: Option<Duration>,
+    /// How often /proc is scanned for new and exited threads, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10, value_parser = parse_positive)]
+    pub poll_ms: usize,
+    /// Also write the report(s) as JSON.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The commands: `CMD1 ARGS ::: CMD2 ARGS [::: …]`.
+    #[arg(last = true, required = true, value_name = "COMMANDS")]
+    pub commands: Vec<String>,
+}
+
+/// Splits `CMD1 A ::: CMD2 B` into command lines.
+///
+/// # Errors
+/// [`CliError::Usage`] for an empty command (a leading, trailing or doubled `:::`).
+///
+/// ```
+/// use parbench_cli::corun::split_commands;
+/// let words: Vec<String> = ["a", "1", ":::", "b"].map(String::from).to_vec();
+/// assert_eq!(split_commands(&words)?, vec![vec!["a".to_owned(), "1".to_owned()], vec!["b".to_owned()]]);
+/// assert!(split_commands(&["a".into(), ":::".into()]).is_err());
+/// # Ok::<(), parbench_cli::error::CliError>(())
+/// ```
+pub fn split_commands(words: &[String]) -> Result<Vec<Vec<String>>, CliError> {
+    let commands: Vec<Vec<String>> = words
+        .split(|word| word == COMMAND_SEPARATOR)
+        .map(<[String]>::to_vec)
+        .collect();
+    if let Some(index) = commands.iter().position(Vec::is_empty) {
+        return Err(CliError::Usage(format!(
+            "command {} after `--` is empty (separate commands with ` {COMMAND_SEPARATOR} `)",
+            index + 1
+        )));
+    }
+    Ok(commands)
+}
+
+/// The commands with the mixes their profiles give, and one note per command saying where its
+/// mix came from.
+///
+/// # Errors
+/// [`CliError::Profile`] for an unreadable profile, [`CliError::Usage`] for a profile of a
+/// command that is not among `commands`.
+pub fn command_specs(
+    commands: Vec<Vec<String>>,
+    profiles: &[PathBuf],
+) -> Result<(Vec<CommandSpec>, Vec<String>), CliError> {
+    let mut specs: Vec<CommandSpec> = commands.into_iter().map(CommandSpec::new).collect();
+    let mut notes = vec![None; specs.len()];
+    for path in profiles {
+        let profile = CommandProfile::read_json(path)?;
+        let Some(index) = specs.iter().position(|s| s.argv == profile.command) else {
+            return Err(CliError::Usage(format!(
+                "profile {} is of `{}`, which is not one of the commands",
+                path.display(),
+                profile.command.join(" ")
+            )));
+        };
+        let (mix, source) = profile.mix();
+        specs[index].mix = mix;
+        notes[index] = Some(match (mix, source) {
+            (Some(mix), MixSource::Measured) => format!("measured ({mix}), {}", path.display()),
+            (Some(mix), _) => format!(
+                "declared class {} ({mix}), {}: hardware counters were unavailable",
+                profile.declared_class.map_or("?", InstrClass::name),
+                path.display()
+            ),
+            (None, _) => format!(
+                "unknown: {} has no class counts and no declared class",
+                path.display()
+            ),
+        });
+    }
+    let notes = specs
+        .iter()
+        .zip(notes)
+        .enumerate()
+        .map(|(index, (spec, note))| {
+            format!(
+                "command {index} mix: {}",
+                note.unwrap_or_else(|| format!(
+                    "unknown (no --profile for `{}`)",
+                    spec.argv.join(" ")
+                ))
+            )
+        })
+        .collect();
+    Ok((specs, notes))
+}
+
+/// What this machine can show of the study's result.
+fn machine_note(topology: &Topology) -> String {
+    if topology.has_smt_siblings() {
+        "this machine has SMT siblings: instruction-aware placement can pair unlike threads on one core".to_owned()
+    } else {
+        format!(
+            "note: this machine has {} PU(s) and no SMT siblings: threads that share a PU here are \
+             time-sliced, not co-issued, so the SMT study's gains (+29.1 % over the Linux \
+             scheduler, +17.4 % over round-robin, on average) cannot show; discovery, pinning, \
+             re-mapping and reporting work as on any machine",
+            topology.pus().len()
+        )
+    }
+}
+
+/// Runs `parbench-cli corun`.
+///
+/// # Errors
+/// [`CliError`] for bad arguments, an unreadable profile, or when the commands cannot be watched.
+pub fn run(args: &CorunArgs) -> Result<(), CliError> {
+    let commands = split_commands(&args.commands)?;
+    let (specs, notes) = command_specs(commands, &args.profile)?;
+    let topology = Topology::this_system()?;
+    let stop = stop_on_termination_signals()
+        .map_err(|error| CliError::Usage(format!("cannot install the signal handlers: {error}")))?;
+    let mut options = CorunOptions {
+        algorithm: args.algorithm.trim().parse()?,
+        poll: Duration::from_millis(args.poll_ms as u64),
+        timeout: args.timeout,
+        output: ChildOutput::Stderr,
+        ..CorunOptions::default()
+    };
+    let header = |out: &mut dyn std::io::Write| -> std::io::Result<()> {
+        write!(out, "topology: {topology}")?;
+        writeln!(out, "{}", machine_note(&topology))?;
+        for note in &notes {
+            writeln!(out, "{note}")?;
+        }
+        Ok(())
+    };
+    if !args.compare {
+        let report = corun(&topology, &specs, &options, stop)?;
+        write_stdout(|out| {
+            header(out)?;
+            write!(out, "{report}")
+        })?;
+        if let Some(path) = &args.output {
+            write_json(path, &report)?;
+        }
+        return Ok(());
+    }
+    let algorithms = compared_algorithms(args.algorithms.as_deref())?;
+    let mut rng = SplitMix64::new(args.seed);
+    let mut runs: Vec<CorunReport> = Vec::new();
+    let total = args.repeat * algorithms.len();
+    for _ in 0..args.repeat {
+        let mut order = algorithms.clone();
+        rng.shuffle(&mut order);
+        for algorithm in order {
+            eprintln!("run {}/{total}: {algorithm}", runs.len() + 1);
+            options.algorithm = algorithm;
+            let report = corun(&topology, &specs, &options, stop)?;
+            let stopped = report.stopped.is_some();
+            runs.push(report);
+            if stopped && is_interrupted(stop) {
+                return Err(CliError::Usage(
+                    "interrupted: every command was stopped".into(),
+                ));
+            }
+        }
+    }
+    let table = Comparison::from_runs(&algorithms, &specs, &runs);
+    write_stdout(|out| {
+        header(out)?;
+        write!(out, "{table}")
+    })?;
+    if let Some(path) = &args.output {
+        write_json(
+            path,
+            &CompareOutput {
+                comparison: &table,
+                runs: &runs,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+fn is_interrupted(stop: &AtomicBool) -> bool {
+    // Relaxed: a plain flag set by a signal handler; nothing is published through it.
+    stop.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The algorithms of `--algorithms` (all five by default), with `os` added when missing because
+/// the table is normalised to it.
+///
+/// # Errors
+/// [`CliError::Map`] for an unknown name.
+///
+/// ```
+/// use parbench_cli::corun::compared_algorithms;
+/// let names: Vec<String> = compared_algorithms(Some(&["compact".into()]))?.iter().map(|a| a.to_string()).collect();
+/// assert_eq!(names, ["compact", "os"]);
+/// assert_eq!(compared_algorithms(None)?.len(), 5);
+/// # Ok::<(), parbench_cli::error::CliError>(())
+/// ```
+pub fn compared_algorithms(names: Option<&[String]>) -> Result<Vec<Algorithm>, CliError> {
+    let mut algorithms: Vec<Algorithm> = match names {
+        Some(names) => names
+            .iter()
+            .map(|name| name.trim().parse())
+            .collect::<Result<_, _>>()?,
+        None => Algorithm::NAMED.to_vec(),
+    };
+    algorithms.dedup();
+    if !algorithms.contains(&Algorithm::Os) {
+        algorithms.push(Algorithm::Os);
+    }
+    Ok(algorithms)
+}
+
+fn write_json(path: &std::path::Path, value: &impl Serialize) -> Result<(), CliError> {
+    let write_error = |source| CliError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    let text = serde_json::to_string_pretty(value).map_err(|e| write_error(e.into()))?;
+    std::fs::write(path, text + "\n").map_err(write_error)?;
+    eprintln!("report written to {}", path.display());
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct CompareOutput<'a> {
+    comparison: &'a Comparison,
+    runs: &'a [CorunReport],
+}
+
+/// One algorithm's row of the comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct ComparisonRow {
+    /// The algorithm.
+    pub algorithm: String,
+    /// System times (seconds) of its runs where every command succeeded.
+    pub system_times_s: Vec<f64>,
+    /// Runs in which a command failed, was killed or did not start (left out of the statistics).
+    pub failed_runs: usize,
+    /// Median system time.
+    pub median_s: Option<f64>,
+    /// Mean system time.
+    pub mean_s: Option<f64>,
+    /// 95 % Student-t interval of the mean (n − 1 degrees of freedom).
+    pub ci95_s: Option<(f64, f64)>,
+    /// Median system time over the `os` median (below 1: faster than the Linux scheduler).
+    pub vs_os: Option<f64>,
+    /// Per command, the median wall time of its successful runs.
+    pub command_medians_s: Vec<Option<f64>>,
+}
+
+/// `--compare`'s table.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// Command labels.
+    pub commands: Vec<String>,
+    /// One row per algorithm, in the order given.
+    pub rows: Vec<ComparisonRow>,
+}
+
+impl Comparison {
+    /// Builds the table from every run's report.
+    pub fn from_runs(
+        algorithms: &[Algorithm],
+        specs: &[CommandSpec],
+        runs: &[CorunReport],
+    ) -> Comparison {
+        let mut rows: Vec<ComparisonRow> = algorithms
+            .iter()
+            .map(|&algorithm| {
+                let mine: Vec<&CorunReport> =
+                    runs.iter().filter(|r| r.algorithm == algorithm).collect();
+                let good: Vec<&&CorunReport> = mine.iter().filter(|r| r.all_succeeded()).collect();
+                let times: Vec<f64> = good.iter().map(|r| r.system_time_s).collect();
+                let summary = Summary::from_samples(&times);
+                let ci95_s = summary.as_ref().and_then(|s| {
+                    let half = student_t95(s.runs - 1) * s.se?;
+                    Some((s.mean - half, s.mean + half))
+                });
+                let command_medians_s = (0..specs.len())
+                    .map(|index| {
+                        let walls: Vec<f64> = good
+                            .iter()
+                            .filter_map(|r| r.commands.get(index)?.wall_s)
+                            .collect();
+                        crate::stats::median(&walls)
+                    })
+                    .collect();
+                ComparisonRow {
+                    algorithm: algorithm.to_string(),
+                    failed_runs: mine.len() - good.len(),
+                    median_s: summary.as_ref().map(|s| s.median),
+                    mean_s: summary.as_ref().map(|s| s.mean),
+                    ci95_s,
+                    vs_os: None,
+                    command_medians_s,
+                    system_times_s: times,
+                }
+            })
+            .collect();
+        let os_median = rows
+            .iter()
+            .find(|row| row.algorithm == Algorithm::Os.to_string())
+            .and_then(|row| row.median_s);
+        for row in &mut rows {
+            row.vs_os = row.median_s.zip(os_median).map(|(m, os)| m / os);
+        }
+        Comparison {
+            commands: specs.iter().map(|s| s.label.clone()).collect(),
+            rows,
+        }
+    }
+}
+
+impl std::fmt::Display for Comparison {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let seconds =
+            |value: Option<f64>| value.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.3}"));
+        let runs = self
+            .rows
+            .first()
+            .map_or(0, |r| r.system_times_s.len() + r.failed_runs);
+        writeln!(
+            f,
+            "system time (first start to last exit), {runs} run(s) per algorithm, shuffled order; \
+             ci95 = mean ± t(0.975, n−1)·SE; vs os = median / os median (< 1 is faster)"
+        )?;
+        let command_headers: String = (0..self.commands.len())
+            .map(|index| format!(" {:>14}", format!("cmd{index} med s")))
+            .collect();
+        writeln!(
+            f,
+            "{:<18} {:>4} {:>8} {:>8} {:>19} {:>7} {:>6}{command_headers}",
+            "algorithm", "runs", "median s", "mean s", "ci95 s", "vs os", "failed"
+        )?;
+        for row in &self.rows {
+            let ci = row.ci95_s.map_or_else(
+                || "n/a".to_owned(),
+                |(low, high)| format!("{low:.3}..{high:.3}"),
+            );
+            let vs_os = row
+                .vs_os
+                .map_or_else(|| "n/a".to_owned(), |v| format!("{v:.3}"));
+            let commands: String = row
+                .command_medians_s
+                .iter()
+                .map(|m| format!(" {:>14}", seconds(*m)))
+                .collect();
+            writeln!(
+                f,
+                "{:<18} {:>4} {:>8} {:>8} {:>19} {:>7} {:>6}{commands}",
+                row.algorithm,
+                row.system_times_s.len(),
+                seconds(row.median_s),
+                seconds(row.mean_s),
+                ci,
+                vs_os,
+                row.failed_runs
+            )?;
+        }
+        for (index, label) in self.commands.iter().enumerate() {
+            writeln!(f, "cmd{index}: {label}")?;
+        }
+        if self.rows.iter().any(|row| row.failed_runs > 0) {
+            writeln!(
+                f,
+                "failed: runs in which a command did not exit with 0 (failed to start, exited \
+                 with an error, was killed); they are left out of the statistics"
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// `profile -- CMD ARGS`: profiles the command, prints the profile and saves it with `--output`.
+///
+/// # Errors
+/// [`CliError::Profile`] when the command cannot start or a counter fails, [`CliError::Usage`]
+/// for an unknown `--class`.
+pub fn profile(
+    command: &[String],
+    class: Option<&str>,
+    output: Option<&std::path::Path>,
+) -> Result<(), CliError> {
+    let declared = class
+        .map(|name| name.trim().parse::<InstrClass>())
+        .transpose()
+        .map_err(|error| CliError::Usage(error.to_string()))?;
+    let request = ProfileRequest::for_this_machine(&command.join(" "), 1);
+    let profile = profile_command(command, &request, declared)?;
+    write_stdout(|out| write!(out, "{profile}"))?;
+    if let Some(path) = output {
+        profile.write_json(path)?;
+        eprintln!(
+            "profile written to {} (use it with `corun --profile {}`)",
+            path.display(),
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// `map --pid PID[,PID…]`: maps and pins the threads of running processes (and their
+/// descendants) once, `classes` giving each process's declared class in order.
+///
+/// # Errors
+/// [`CliError::Usage`] for more classes than processes or an unknown class, [`CliError::Corun`]
+/// for a process that does not exist.
+pub fn map_pids(pids: &[Pid], classes: &[String], algorithm: &str) -> Result<(), CliError> {
+    if classes.len() > pids.len() {
+        return Err(CliError::Usage(format!(
+            "{} --class values for {} --pid processes",
+            classes.len(),
+            pids.len()
+        )));
+    }
+    let mixes: Vec<Option<InstructionMix>> = classes
+        .iter()
+        .map(|name| {
+            name.trim()
+                .parse::<InstrClass>()
+                .map(|class| Some(InstructionMix::new([(class, 1.0)])))
+                .map_err(|error| CliError::Usage(error.to_string()))
+        })
+        .chain(std::iter::repeat_with(|| Ok(None)))
+        .take(pids.len())
+        .collect::<Result<_, _>>()?;
+    let algorithm: Algorithm = algorithm.trim().parse()?;
+    let topology = Topology::this_system()?;
+    let targets: Vec<(Pid, Option<InstructionMix>)> = pids.iter().copied().zip(mixes).collect();
+    let threads = map_running(&topology, &targets, algorithm)?;
+    write_stdout(|out| {
+        write!(out, "topology: {topology}")?;
+        writeln!(out, "{}", machine_note(&topology))?;
+        writeln!(out, "mapping ({algorithm}), applied once:")?;
+        for thread in &threads {
+            let cpu = thread
+                .cpu
+                .map_or_else(|| "not pinned (os)".to_owned(), |cpu| format!("cpu {cpu}"));
+            writeln!(
+                out,
+                "  process {} thread {} -> {cpu}",
+                thread.pid, thread.tid
+            )?;
+        }
+        Ok(())
+    })
+}
