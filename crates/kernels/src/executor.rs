@@ -73,6 +73,11 @@ pub trait Executor: Send + Sync {
         n: usize,
         task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
     ) -> Result<(), ExecutorError>;
+    /// OS threads this executor created since it was built, beyond those it started with: only
+    /// `spawn` creates threads while running (one per task or loop block); pools report 0.
+    fn threads_created(&self) -> u64 {
+        0
+    }
     /// The error a loop swallowed since the last call (only `spawn` ever has one), if any.
     fn take_error(&self) -> Option<ExecutorError> {
         None
@@ -212,7 +217,7 @@ impl ExecutorKind {
         }
         match self {
             ExecutorKind::Seq => Ok(Box::new(SeqExecutor::new())),
-            ExecutorKind::Spawn => Ok(Box::new(SpawnExecutor::new(threads))),
+            ExecutorKind::Spawn => Ok(Box::new(SpawnExecutor::new(threads).with_pinning(pin))),
             ExecutorKind::Rayon => Ok(Box::new(RayonExecutor::new(threads, pin)?)),
             ExecutorKind::Tree
             | ExecutorKind::TreeNoTimespan

@@ -5,16 +5,21 @@
 //! one equal block per thread and spawn a thread for every block but the first, which the calling
 //! thread runs.
 //!
+//! With [`PinPolicy::Compact`] the thread of block or task `i` pins itself to the `(i mod cores)`-th
+//! available CPU (block 0 runs on the calling thread, which is left where it is). Every thread
+//! created is counted ([`Executor::threads_created`]).
+//!
 //! When the OS refuses a thread (limits, memory), `join` and `for_each_task` return
 //! [`ExecutorError::Spawn`]; a loop runs the refused block on the calling thread and keeps the error
 //! for [`Executor::take_error`], so the kernel reports it rather than a misleading timing.
 
 use std::io;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::thread::{self, Scope, ScopedJoinHandle};
 
-use super::{Executor, ExecutorError, ExecutorKind};
+use super::{Executor, ExecutorError, ExecutorKind, PinPolicy};
 
 /// Spawns a fresh OS thread for every task.
 ///
@@ -32,6 +37,10 @@ pub struct SpawnExecutor {
     threads: usize,
     stack_size: Option<usize>,
     swallowed: Mutex<Option<ExecutorError>>,
+    /// CPUs to pin spawned threads to, in order (empty: no pinning).
+    cpus: Vec<core_affinity::CoreId>,
+    /// OS threads created so far.
+    created: AtomicU64,
 }
 
 impl SpawnExecutor {
@@ -41,7 +50,28 @@ impl SpawnExecutor {
             threads: threads.max(1),
             stack_size: None,
             swallowed: Mutex::new(None),
+            cpus: Vec::new(),
+            created: AtomicU64::new(0),
         }
+    }
+
+    /// Pins spawned threads as `pin` says: with [`PinPolicy::Compact`], the thread of block or
+    /// task `i` goes on the `(i mod cores)`-th CPU available to this process.
+    ///
+    /// ```
+    /// use parbench_kernels::{Executor, PinPolicy, SpawnExecutor};
+    ///
+    /// let exec = SpawnExecutor::new(2).with_pinning(PinPolicy::Compact);
+    /// exec.for_each_task(3, &|_| Ok(()))?;
+    /// assert_eq!(exec.threads_created(), 3);
+    /// # Ok::<(), parbench_kernels::ExecutorError>(())
+    /// ```
+    pub fn with_pinning(mut self, pin: PinPolicy) -> Self {
+        self.cpus = match pin {
+            PinPolicy::None => Vec::new(),
+            PinPolicy::Compact => core_affinity::get_core_ids().unwrap_or_default(),
+        };
+        self
     }
 
     /// Gives every spawned thread a stack of `bytes` bytes instead of the platform default.
@@ -58,16 +88,28 @@ impl SpawnExecutor {
         self
     }
 
+    /// Spawns `f` as the thread of block or task `index` (which decides its CPU when pinning).
     fn spawn_in<'scope, 'env, T: Send + 'scope>(
         &self,
         scope: &'scope Scope<'scope, 'env>,
+        index: usize,
         f: impl FnOnce() -> T + Send + 'scope,
     ) -> io::Result<ScopedJoinHandle<'scope, T>> {
         let mut builder = thread::Builder::new();
         if let Some(bytes) = self.stack_size {
             builder = builder.stack_size(bytes);
         }
-        builder.spawn_scoped(scope, f)
+        let cpu = (!self.cpus.is_empty()).then(|| self.cpus[index % self.cpus.len()]);
+        let handle = builder.spawn_scoped(scope, move || {
+            if let Some(cpu) = cpu {
+                // A refused pin leaves the thread where the OS put it; the work is still right.
+                let _pinned = core_affinity::set_for_current(cpu);
+            }
+            f()
+        })?;
+        // Relaxed: a statistic, read after the threads were joined.
+        self.created.fetch_add(1, Ordering::Relaxed);
+        Ok(handle)
     }
 
     fn keep_error(&self, error: io::Error) {
@@ -116,7 +158,7 @@ impl Executor for SpawnExecutor {
             let mut handles = Vec::with_capacity(parts - 1);
             for index in 1..parts {
                 let chunk = block(&range, parts, index);
-                match self.spawn_in(scope, move || body(chunk)) {
+                match self.spawn_in(scope, index, move || body(chunk)) {
                     Ok(handle) => handles.push(handle),
                     Err(error) => {
                         self.keep_error(error);
@@ -135,7 +177,7 @@ impl Executor for SpawnExecutor {
         b: &mut (dyn FnMut() + Send),
     ) -> Result<(), ExecutorError> {
         thread::scope(|scope| {
-            let handle = self.spawn_in(scope, a).map_err(ExecutorError::Spawn)?;
+            let handle = self.spawn_in(scope, 1, a).map_err(ExecutorError::Spawn)?;
             b();
             join_propagating(handle);
             Ok(())
@@ -151,7 +193,7 @@ impl Executor for SpawnExecutor {
             let mut handles = Vec::with_capacity(n);
             let mut refused = None;
             for i in 0..n {
-                match self.spawn_in(scope, move || task(i)) {
+                match self.spawn_in(scope, i, move || task(i)) {
                     Ok(handle) => handles.push(handle),
                     Err(error) => {
                         refused = Some(ExecutorError::Spawn(error));
@@ -165,6 +207,11 @@ impl Executor for SpawnExecutor {
                 None => results.into_iter().collect(),
             }
         })
+    }
+
+    fn threads_created(&self) -> u64 {
+        // Relaxed: a statistic; callers read it between runs.
+        self.created.load(Ordering::Relaxed)
     }
 
     fn take_error(&self) -> Option<ExecutorError> {
@@ -205,6 +252,40 @@ mod tests {
         assert_eq!(covered.into_inner(), 100);
         assert!(matches!(exec.take_error(), Some(ExecutorError::Spawn(_))));
         assert!(exec.take_error().is_none());
+    }
+
+    #[test]
+    fn compact_pinning_puts_task_i_on_the_i_th_cpu_and_threads_are_counted() {
+        let cpus = core_affinity::get_core_ids().unwrap_or_default();
+        if cpus.is_empty() {
+            println!("SKIPPED: this process cannot read its CPU affinity");
+            return;
+        }
+        let exec = SpawnExecutor::new(2).with_pinning(PinPolicy::Compact);
+        let n = cpus.len() * 2;
+        let seen = Mutex::new(vec![None; n]);
+        exec.for_each_task(n, &|i| {
+            // SAFETY: sched_getcpu has no preconditions; it reads the calling thread's CPU.
+            let cpu = unsafe { libc_sched_getcpu() };
+            seen.lock().unwrap()[i] = Some(cpu);
+            Ok(())
+        })
+        .unwrap();
+        for (i, cpu) in seen.into_inner().unwrap().into_iter().enumerate() {
+            assert_eq!(cpu, Some(cpus[i % cpus.len()].id as i32), "task {i}");
+        }
+        assert_eq!(exec.threads_created(), n as u64);
+        exec.for_chunks(0..10, &|_| {});
+        assert_eq!(
+            exec.threads_created(),
+            n as u64 + 1,
+            "a 2-thread loop spawns one"
+        );
+    }
+
+    extern "C" {
+        #[link_name = "sched_getcpu"]
+        fn libc_sched_getcpu() -> i32;
     }
 
     #[test]

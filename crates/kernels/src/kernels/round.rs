@@ -15,6 +15,19 @@
 //! them one after another would wait forever, so the barrier gives up after
 //! [`BARRIER_PATIENCE`] and the run is reported as an error instead.
 //!
+//! The far-atomics study's variants of INNCABS `round` are parameters:
+//!
+//! - `mode=threads`: one task per philosopher (the study's one thread per philosopher: run it on
+//!   the `spawn` executor, which gives every task its own OS thread), all meeting at the start
+//!   barrier; `mode=tables` (the default) is the grouping above.
+//! - `coin=true`: like INNCABS' `flip_coin`, every philosopher flips a seeded coin before each
+//!   meal to choose which fork to take first (then only *tries* the other, as above).
+//! - `eat-ns=N`: time-based eating — a meal holds both forks for N ns of busy waiting (INNCABS
+//!   eats for a random 1–10 ms; 0, the default, makes a meal just the fork bookkeeping).
+//! - `cpus=K`: philosopher `i`'s thread pins itself to the `(i mod K)`-th available CPU, confining
+//!   the philosophers to K CPUs (0, the default, leaves placement to the OS).
+//! - `meals` is the study's bites per philosopher (96 philosophers × 1M bites in the study).
+//!
 //! The lock is a parameter (`--lock tas|ttas|ticket|std`, the names of
 //! [`MutexKind`]): `std::sync::Mutex` or one of parbench-atomics' spin locks
 //! on the backend given by `--param backend=…` (default: the best this CPU
@@ -29,7 +42,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parbench_atomics::{MutexKind, SpinMutex, SpinMutexGuard};
 
@@ -39,6 +52,7 @@ use crate::kernel::{
     RunReport,
 };
 use crate::kernels::lock_choice::{lock_choice, BACKEND_PARAM, LOCK_PARAM};
+use crate::kernels::rng::SplitMix64;
 
 /// Most philosophers at one table (each is a fork and a few counters).
 const MAX_PHILOSOPHERS: usize = 4096;
@@ -115,7 +129,27 @@ impl Kernel for Round {
             ParamSpec {
                 name: "meals",
                 default: "2000",
-                help: "meals each philosopher eats",
+                help: "meals (the study's bites) each philosopher eats",
+            },
+            ParamSpec {
+                name: "mode",
+                default: "tables",
+                help: "tables (min(n, threads) tasks serving philosophers in turn) or threads (one task per philosopher)",
+            },
+            ParamSpec {
+                name: "coin",
+                default: "false",
+                help: "true: flip a seeded coin before each meal for which fork to take first (INNCABS flip_coin)",
+            },
+            ParamSpec {
+                name: "eat-ns",
+                default: "0",
+                help: "time-based eating: busy-wait this many ns holding both forks per meal",
+            },
+            ParamSpec {
+                name: "cpus",
+                default: "0",
+                help: "confine philosopher i to the (i mod K)-th available CPU (0: the OS decides)",
             },
             LOCK_PARAM,
             BACKEND_PARAM,
@@ -138,14 +172,15 @@ impl Kernel for Round {
         // One philosopher would need the same fork twice.
         let philosophers = params.get_usize_in(self, "n", 2..=MAX_PHILOSOPHERS)?;
         let meals = params.get_usize(self, "meals")? as u64;
+        let rules = TableRules::from_params(self, params)?;
         let (kind, backend) = lock_choice(self, params)?;
         let new_spin_lock = |lock| SpinMutex::new(lock, backend, ());
         match kind {
             MutexKind::Std => {
-                PreparedRound::boxed(philosophers, meals, || Ok(StdMutexLock::default()))
+                PreparedRound::boxed(philosophers, meals, rules, || Ok(StdMutexLock::default()))
             }
             MutexKind::Spin(lock) => {
-                PreparedRound::boxed(philosophers, meals, || new_spin_lock(lock))
+                PreparedRound::boxed(philosophers, meals, rules, || new_spin_lock(lock))
             }
         }
         // The only way to fail: the CPU cannot run the chosen backend.
@@ -153,29 +188,82 @@ impl Kernel for Round {
     }
 }
 
+/// How the philosophers sit and eat: the study's variants (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct TableRules {
+    /// One task per philosopher instead of `min(n, threads)` tables.
+    thread_per_philosopher: bool,
+    /// Flip a coin for the first fork.
+    coin: bool,
+    /// Busy time per meal, holding both forks.
+    eat: Duration,
+    /// CPUs to pin philosophers to (empty: no pinning).
+    cpus: Vec<core_affinity::CoreId>,
+}
+
+impl TableRules {
+    fn from_params(kernel: &dyn Kernel, params: &Params) -> Result<Self, KernelError> {
+        let thread_per_philosopher =
+            params.get_choice(kernel, "mode", &["tables", "threads"])? == "threads";
+        let coin = params.get_choice(kernel, "coin", &["false", "true"])? == "true";
+        let eat =
+            Duration::from_nanos(params.get_usize_in(kernel, "eat-ns", 0..=1_000_000_000)? as u64);
+        let k = params.get_usize(kernel, "cpus")?;
+        let cpus = if k == 0 {
+            Vec::new()
+        } else {
+            let available = core_affinity::get_core_ids().unwrap_or_default();
+            if k > available.len() {
+                return Err(bad_param(
+                    kernel,
+                    "cpus",
+                    &k.to_string(),
+                    &format!(
+                        "only {} CPUs are available to this process",
+                        available.len()
+                    ),
+                ));
+            }
+            available.into_iter().take(k).collect()
+        };
+        Ok(TableRules {
+            thread_per_philosopher,
+            coin,
+            eat,
+            cpus,
+        })
+    }
+}
+
 /// The table, laid for one lock type.
 struct PreparedRound<L> {
     forks: Vec<Fork<L>>,
     meals: u64,
+    rules: TableRules,
 }
 
 impl<L: ForkLock + 'static> PreparedRound<L> {
     fn boxed(
         philosophers: usize,
         meals: u64,
+        rules: TableRules,
         new_lock: impl Fn() -> Result<L, parbench_atomics::Error>,
     ) -> Result<Box<dyn PreparedKernel>, parbench_atomics::Error> {
         let forks = (0..philosophers)
             .map(|_| Ok(Fork::new(new_lock()?)))
             .collect::<Result<_, parbench_atomics::Error>>()?;
-        Ok(Box::new(Self { forks, meals }))
+        Ok(Box::new(Self {
+            forks,
+            meals,
+            rules,
+        }))
     }
 }
 
 impl<L: ForkLock> PreparedKernel for PreparedRound<L> {
     fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
         self.forks.iter_mut().for_each(Fork::clear);
-        let (dinner, elapsed) = timed(exec, || dine(exec, &self.forks, self.meals))?;
+        let (dinner, elapsed) = timed(exec, || dine(exec, &self.forks, self.meals, &self.rules))?;
         let dinner = dinner?;
         dinner.check(self.forks.len(), self.meals)?;
         Ok(RunReport {
@@ -310,15 +398,26 @@ fn dine<L: ForkLock>(
     exec: &dyn Executor,
     forks: &[Fork<L>],
     meals: u64,
+    rules: &TableRules,
 ) -> Result<Dinner, KernelError> {
     let philosophers = forks.len();
-    let tables = philosophers.min(exec.threads()).max(1);
+    let tables = if rules.thread_per_philosopher {
+        philosophers
+    } else {
+        philosophers.min(exec.threads()).max(1)
+    };
     let barrier = StartBarrier::new(tables);
     let eaten = AtomicU64::new(0);
     let retries = AtomicU64::new(0);
     let violations = AtomicU64::new(0);
     let late_tables = AtomicUsize::new(0);
     exec.for_each_task(tables, &|table| {
+        if let Some(&cpu) = rules.cpus.get(table % rules.cpus.len().max(1)) {
+            // A refused pin leaves the thread where the OS put it; the run is still valid.
+            let _pinned = core_affinity::set_for_current(cpu);
+        }
+        // One coin per table, seeded by its index: runs are reproducible in what they flip.
+        let mut coin = SplitMix64::new(0x5EED ^ table as u64);
         if !barrier.wait() {
             // Relaxed: read after the executor has joined every task.
             late_tables.fetch_add(1, Ordering::Relaxed);
@@ -328,7 +427,12 @@ fn dine<L: ForkLock>(
             for philosopher in (table..philosophers).step_by(tables) {
                 let left = &forks[philosopher];
                 let right = &forks[(philosopher + 1) % philosophers];
-                my_retries += eat(left, right, &violations);
+                let left_first = !rules.coin || coin.next_u64() & 1 == 0;
+                my_retries += if left_first {
+                    eat(left, right, &violations, rules.eat)
+                } else {
+                    eat(right, left, &violations, rules.eat)
+                };
                 my_meals += 1;
             }
         }
@@ -355,15 +459,23 @@ fn dine<L: ForkLock>(
     })
 }
 
-/// One meal: left fork, then the right one if free (else put the left back
-/// and try again). Returns how many times the right fork was busy.
-fn eat<L: ForkLock>(left: &Fork<L>, right: &Fork<L>, violations: &AtomicU64) -> u64 {
+/// One meal: the `left` fork (the one taken first), then the other one if free (else put the
+/// first back and try again); holding both, eat for `eat` of busy time. Returns how many times
+/// the second fork was busy.
+fn eat<L: ForkLock>(left: &Fork<L>, right: &Fork<L>, violations: &AtomicU64, eat: Duration) -> u64 {
     let mut retries = 0;
     loop {
         let left_guard = left.lock.lock();
         if let Some(right_guard) = right.lock.try_lock() {
             left.take(violations);
             right.take(violations);
+            if !eat.is_zero() {
+                // Time-based eating, busy like INNCABS' `while (now() < end);`.
+                let end = Instant::now() + eat;
+                while Instant::now() < end {
+                    std::hint::spin_loop();
+                }
+            }
             std::hint::black_box((left, right));
             right.put_back();
             left.put_back();
@@ -385,7 +497,7 @@ mod tests {
     #[test]
     fn sequential_dinner_validates() {
         let forks: Vec<_> = (0..5).map(|_| Fork::new(StdMutexLock::default())).collect();
-        let dinner = dine(&SeqExecutor::new(), &forks, 7).unwrap();
+        let dinner = dine(&SeqExecutor::new(), &forks, 7, &TableRules::default()).unwrap();
         dinner.check(5, 7).unwrap();
         assert_eq!(dinner.retries, 0);
     }
@@ -424,6 +536,60 @@ mod tests {
                 assert_eq!(report.metrics[0].value, 7.0 * 300.0, "{lock}");
             }
         }
+    }
+
+    #[test]
+    fn study_variants_serve_every_meal() {
+        let exec = SpawnExecutor::new(2);
+        for (mode, coin, eat, cpus) in [
+            ("threads", "true", "0", "1"),
+            ("threads", "false", "2000", "0"),
+            ("tables", "true", "1000", "2"),
+        ] {
+            let available = core_affinity::get_core_ids().map_or(0, |c| c.len());
+            let cpus = if cpus.parse::<usize>().unwrap() > available {
+                "0"
+            } else {
+                cpus
+            };
+            let params = Params::new()
+                .with("n", "9")
+                .with("meals", "40")
+                .with("mode", mode)
+                .with("coin", coin)
+                .with("eat-ns", eat)
+                .with("cpus", cpus)
+                .with("lock", "ttas");
+            let mut prepared = Round.prepare(&params, 2).unwrap();
+            let report = prepared
+                .run(&exec)
+                .unwrap_or_else(|e| panic!("{mode} {coin} {eat} {cpus}: {e}"));
+            assert_eq!(report.metrics[0].value, 9.0 * 40.0);
+        }
+    }
+
+    #[test]
+    fn one_thread_per_philosopher_on_spawn_and_cpus_are_checked() {
+        // `spawn` gives each of the 5 philosophers its own thread, even when loops get one.
+        let params = Params::new()
+            .with("n", "5")
+            .with("meals", "3")
+            .with("mode", "threads");
+        let report = Round
+            .prepare(&params, 1)
+            .unwrap()
+            .run(&SpawnExecutor::new(1));
+        assert_eq!(report.unwrap().metrics[0].value, 15.0);
+        let too_many = Params::new().with("cpus", "100000");
+        assert!(matches!(
+            Round.prepare(&too_many, 1),
+            Err(KernelError::BadParam { .. })
+        ));
+        let bad_mode = Params::new().with("mode", "seats");
+        assert!(matches!(
+            Round.prepare(&bad_mode, 1),
+            Err(KernelError::BadParam { .. })
+        ));
     }
 
     #[test]
