@@ -50,6 +50,8 @@ pub enum Command {
     Corun(Box<crate::corun::CorunArgs>),
     /// Rerun a study's own experiments and set the results beside the published ones.
     Reproduce(crate::reproduce::ReproduceArgs),
+    /// Compare the cells of sweep reports (the first is the baseline): ratio, bootstrap CI, verdict.
+    Compare(crate::compare::CompareArgs),
     /// One round of `sweep --rounds`, run by `sweep` in a child process (not for direct use).
     #[command(hide = true)]
     SweepRound(SweepRoundArgs),

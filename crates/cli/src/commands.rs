@@ -55,6 +55,7 @@ pub fn run(command: Command) -> Result<(), CliError> {
         Command::Map(args) => crate::map::run(&args),
         Command::Corun(args) => crate::corun::run(&args),
         Command::Reproduce(args) => crate::reproduce::run(&args),
+        Command::Compare(args) => crate::compare::run(&args),
         Command::SweepRound(args) => sweep_round(&args),
     }
 }

@@ -17,6 +17,7 @@
 
 pub mod args;
 pub mod commands;
+pub mod compare;
 pub mod corun;
 pub mod environment;
 pub mod error;

@@ -540,3 +540,91 @@ fn input_file_errors_come_before_the_plan() {
     ]);
     assert_bad_input(&output, &[&format!("{path}:2")]);
 }
+
+/// A report whose cells' samples are `factor` times a fixed pattern.
+fn scaled_report(factor: f64) -> Report {
+    let mut report = Report::new("sweep", &["kernel", "scheduler", "threads"]);
+    for (scheduler, base) in [("seq", 2e-3), ("rayon", 1e-3)] {
+        let samples: Vec<f64> = (0..30)
+            .map(|i| factor * base * (1.0 + 0.02 * f64::from(i % 5)))
+            .collect();
+        report.cells.push(parbench_cli::results::Cell::measured(
+            &[
+                ("kernel", "reduce"),
+                ("scheduler", scheduler),
+                ("threads", "2"),
+            ],
+            samples,
+        ));
+    }
+    report
+}
+
+#[test]
+fn compare_finds_a_known_twofold_difference_and_exits_zero() {
+    let a = scratch("compare-a.json");
+    let b = scratch("compare-b.json");
+    fs::write(&a, serde_json::to_vec(&scaled_report(1.0)).unwrap()).unwrap();
+    fs::write(&b, serde_json::to_vec(&scaled_report(2.0)).unwrap()).unwrap();
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+
+    let output = cli(&["compare", a, b]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("reduce")).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(
+        rows.iter()
+            .all(|r| r.contains("2.00x") && r.ends_with("slower")),
+        "{text}"
+    );
+    assert!(text.contains("2 comparisons: 0 faster, 2 slower, 0 no significant difference"));
+
+    let output = cli(&["compare", b, a, "--threshold", "10%"]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = stdout(&output);
+    assert!(
+        text.lines().filter(|l| l.ends_with("faster")).count() == 2,
+        "{text}"
+    );
+    assert!(text.contains("0.50x"), "{text}");
+
+    // A file against itself, and three files at once (columns B and C).
+    let output = cli(&["compare", a, a, b]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = stdout(&output);
+    assert!(text.contains("B/A") && text.contains("C/A"), "{text}");
+    assert!(
+        text.contains("4 comparisons: 0 faster, 2 slower, 2 no significant difference"),
+        "{text}"
+    );
+}
+
+#[test]
+fn compare_labels_files_by_environment_and_rejects_bad_input() {
+    let path = scratch("compare-env.json");
+    let output = tiny(&["-o", path.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let p = path.to_str().unwrap();
+    let output = cli(&["compare", p, p]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    let legend = text.lines().next().unwrap();
+    assert!(
+        legend.starts_with("A = ") && legend.contains("(baseline)"),
+        "{text}"
+    );
+    assert!(!legend.contains("environment not recorded"), "{text}");
+
+    let missing = scratch("compare-missing.json");
+    assert_bad_input(
+        &cli(&["compare", p, missing.to_str().unwrap()]),
+        &["compare-missing.json"],
+    );
+    assert_bad_input(&cli(&["compare", p, p, "--threshold", "lots"]), &["lots"]);
+    assert_eq!(
+        cli(&["compare", p]).status.code(),
+        Some(2),
+        "two files at least"
+    );
+}
