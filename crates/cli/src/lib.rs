@@ -35,3 +35,4 @@ pub mod stats;
 pub mod sweep;
 pub mod topology;
 pub mod under_load;
+pub mod usage;

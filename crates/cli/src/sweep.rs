@@ -30,6 +30,7 @@ use thiserror::Error;
 use crate::error::panic_message;
 use crate::results::{Cell, MetricSeries, Report};
 use crate::stats::{Relative, Summary};
+use crate::usage::ProcessUsage;
 
 /// The scheduler whose cells are the speed-up baseline.
 pub const BASELINE_SCHEDULER: ExecutorKind = ExecutorKind::Seq;
@@ -248,6 +249,7 @@ fn measure_cell(
     };
     let mut cell = Cell::measured(labels, Vec::with_capacity(plan.runs));
     for run in 0..plan.warmup + plan.runs {
+        let (created_before, usage_before) = (executor.threads_created(), ProcessUsage::now());
         match run_guarded(prepared, executor.as_ref()) {
             Ok(outcome) => {
                 if run >= plan.warmup {
@@ -255,6 +257,12 @@ fn measure_cell(
                     for metric in outcome.metrics {
                         record_metric(&mut cell.metrics, metric);
                     }
+                    record_os_metrics(
+                        &mut cell.metrics,
+                        executor.as_ref(),
+                        created_before,
+                        usage_before,
+                    );
                 }
                 observer.runs_done(1);
             }
@@ -272,6 +280,33 @@ fn measure_cell(
     MeasuredCell {
         cell,
         panicked: false,
+    }
+}
+
+/// The run's OS-level cost: the share of CPU time spent in the kernel (`sys-time-share`, from
+/// getrusage over the run and its validation, whole process) and, for executors that create
+/// threads while running (`spawn`), how many they created (`threads-created`).
+fn record_os_metrics(
+    metrics: &mut Vec<MetricSeries>,
+    executor: &dyn Executor,
+    created_before: u64,
+    usage_before: Option<ProcessUsage>,
+) {
+    let created = executor.threads_created().saturating_sub(created_before);
+    if created > 0 {
+        record_metric(
+            metrics,
+            parbench_kernels::Metric::new("threads-created", created as f64, ""),
+        );
+    }
+    let share = usage_before
+        .zip(ProcessUsage::now())
+        .and_then(|(before, after)| after.system_share_since(&before));
+    if let Some(share) = share {
+        record_metric(
+            metrics,
+            parbench_kernels::Metric::new("sys-time-share", share, "%"),
+        );
     }
 }
 
