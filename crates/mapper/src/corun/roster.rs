@@ -20,7 +20,10 @@ use crate::topology::Topology;
 ///
 /// ```
 /// use parbench_mapper::corun::PinnedThread;
-/// let t = PinnedThread { command: 0, pid: 10, tid: 11, first_seen_s: 0.01, cpu: Some(1), alive: true };
+/// let t = PinnedThread {
+///     command: 0, pid: 10, tid: 11, first_seen_s: 0.01, cpu: Some(1), alive: true,
+///     pins: vec![(0.011, 1)], gone_s: None,
+/// };
 /// assert_eq!(t.cpu, Some(1));
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,6 +41,10 @@ pub struct PinnedThread {
     pub cpu: Option<usize>,
     /// Whether it was still running at the last scan.
     pub alive: bool,
+    /// Every successful pin: seconds from the start of the watch, and the CPU.
+    pub pins: Vec<(f64, usize)>,
+    /// Seconds from the start until the scan that found it gone; `None` while alive.
+    pub gone_s: Option<f64>,
 }
 
 /// The watched threads, their order and their pins.
@@ -51,6 +58,8 @@ pub struct Roster<'t> {
     next_sequence: u64,
     remaps: usize,
     failures: Vec<String>,
+    /// Time of the scan being processed, for the pin history.
+    now_s: f64,
 }
 
 impl<'t> Roster<'t> {
@@ -74,6 +83,7 @@ impl<'t> Roster<'t> {
             next_sequence: 0,
             remaps: 0,
             failures: Vec::new(),
+            now_s: 0.0,
         }
     }
 
@@ -102,6 +112,7 @@ impl<'t> Roster<'t> {
         elapsed: Duration,
     ) -> Result<bool, MapError> {
         let mut changed = false;
+        self.now_s = elapsed.as_secs_f64();
         for &(command, pid, tid) in alive {
             let fresh = match self.seen.get(&tid) {
                 Some((_, known)) => known.pid != pid || !known.alive,
@@ -120,6 +131,8 @@ impl<'t> Roster<'t> {
                             first_seen_s: elapsed.as_secs_f64(),
                             cpu: None,
                             alive: true,
+                            pins: Vec::new(),
+                            gone_s: None,
                         },
                     ),
                 );
@@ -130,6 +143,7 @@ impl<'t> Roster<'t> {
             let still = alive.iter().any(|&(_, _, tid)| tid == thread.tid);
             if thread.alive && !still {
                 thread.alive = false;
+                thread.gone_s = Some(elapsed.as_secs_f64());
                 changed = true;
             }
         }
@@ -198,7 +212,10 @@ impl<'t> Roster<'t> {
             return;
         }
         match pin_thread(tid, cpu) {
-            Ok(()) => thread.cpu = Some(cpu),
+            Ok(()) => {
+                thread.cpu = Some(cpu);
+                thread.pins.push((self.now_s, cpu));
+            }
             // Exited between the scan and the pin: the next scan drops it.
             Err(TaskError::Gone { .. }) => {}
             Err(error) => self.failures.push(error.to_string()),

@@ -1,0 +1,550 @@
+//! `corun`, `profile -- CMD` and `map --pid` on real, unmodified programs, checked from outside:
+//! every thread's `Cpus_allowed_list` in `/proc/PID/task/TID/status` is sampled while the
+//! command runs and compared with where the report says the mapping put it.
+//!
+//! Programs: Debian's `stress-ng` (multi-process; the tests that need it print SKIPPED without
+//! it) and `tests/programs/late_threads.rs`, a small multi-threaded program compiled here with
+//! `rustc`, which starts a thread late.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use parbench_mapper::tasks::{all_processes, cpus_allowed, descendants, threads_of, Pid};
+use serde_json::Value;
+use support::{assert_bad_input, cli, cli_ok, scratch, text};
+
+/// The compiled `late_threads` program, or why it could not be built.
+fn late_threads() -> Result<&'static str, String> {
+    static BUILT: OnceLock<Result<String, String>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let source =
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/programs/late_threads.rs");
+            let binary = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("late_threads");
+            let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+            let output = Command::new(&rustc)
+                .args(["--edition", "2021", "-O", "-o"])
+                .arg(&binary)
+                .arg(&source)
+                .output()
+                .map_err(|e| format!("cannot run {rustc}: {e}"))?;
+            if !output.status.success() {
+                return Err(format!("rustc failed: {}", text(&output.stderr)));
+            }
+            Ok(binary.to_str().ok_or("non-UTF-8 path")?.to_owned())
+        })
+        .as_deref()
+        .map_err(Clone::clone)
+}
+
+fn has_stress_ng() -> bool {
+    Command::new("stress-ng")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Every distinct CPU list each thread (by TID) of `root`'s descendants had, in the order seen.
+type Observations = BTreeMap<Pid, Vec<Vec<usize>>>;
+
+/// Samples, every 3 ms until `done`, the `Cpus_allowed_list` of every thread of every
+/// descendant of `root` (not `root` itself: that is parbench-cli).
+fn watch_from_outside(root: Pid, done: Arc<AtomicBool>) -> std::thread::JoinHandle<Observations> {
+    std::thread::spawn(move || {
+        let mut seen = Observations::new();
+        // Relaxed: a stop flag; the samples are handed over by join().
+        while !done.load(Ordering::Relaxed) {
+            let processes = all_processes();
+            for pid in descendants(root, &processes)
+                .into_iter()
+                .filter(|&p| p != root)
+            {
+                for tid in threads_of(pid) {
+                    if let Ok(cpus) = cpus_allowed(pid, tid) {
+                        let list = seen.entry(tid).or_default();
+                        if list.last() != Some(&cpus) {
+                            list.push(cpus);
+                        }
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(3));
+        }
+        seen
+    })
+}
+
+/// Runs `parbench-cli args` while sampling from outside; returns (exit code, stdout, stderr,
+/// observations).
+fn corun_watched(args: &[&str]) -> (Option<i32>, String, String, Observations) {
+    let child = Command::new(env!("CARGO_BIN_EXE_parbench-cli"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("parbench-cli runs");
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = watch_from_outside(child.id() as Pid, Arc::clone(&done));
+    let output = child.wait_with_output().expect("parbench-cli finishes");
+    done.store(true, Ordering::Relaxed);
+    let observations = sampler.join().expect("sampler");
+    (
+        output.status.code(),
+        text(&output.stdout),
+        text(&output.stderr),
+        observations,
+    )
+}
+
+fn read_json(path: &PathBuf) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("report written")).expect("JSON")
+}
+
+/// Pins held at least this long must have been seen by the 3 ms sampler.
+const HELD: f64 = 0.05;
+
+/// Asserts that every pin the report lists that was held for at least [`HELD`] seconds (until
+/// the next pin of the thread, or until it was gone) was seen from outside: the thread's
+/// `Cpus_allowed_list` was exactly that CPU. Returns how many threads had such a pin.
+fn assert_pins_seen_from_outside(report: &Value, observations: &Observations) -> usize {
+    let threads = report["threads"].as_array().expect("threads");
+    let mut checked = 0;
+    for thread in threads {
+        let tid = thread["tid"].as_i64().unwrap() as Pid;
+        let pins: Vec<(f64, u64)> = thread["pins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p[0].as_f64().unwrap(), p[1].as_u64().unwrap()))
+            .collect();
+        let end = thread["gone_s"].as_f64().unwrap_or(f64::INFINITY);
+        let mut long_held = false;
+        for (index, &(at, cpu)) in pins.iter().enumerate() {
+            let until = pins.get(index + 1).map_or(end, |next| next.0);
+            if until - at < HELD {
+                continue;
+            }
+            long_held = true;
+            let seen = observations.get(&tid).unwrap_or_else(|| {
+                panic!("thread {tid} was never seen from outside: {observations:?}")
+            });
+            assert!(
+                seen.contains(&vec![cpu as usize]),
+                "thread {tid}: pinned to cpu {cpu} from {at:.3} s to {until:.3} s, outside saw {seen:?}"
+            );
+        }
+        checked += usize::from(long_held);
+    }
+    checked
+}
+
+/// No process of the commands' process groups is left.
+fn assert_no_process_left(report: &Value) {
+    let groups: Vec<Pid> = report["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["pid"].as_i64().map(|p| p as Pid))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let left: Vec<Pid> = all_processes()
+            .into_iter()
+            .filter(|p| groups.contains(&p.pgrp) && p.state != 'Z')
+            .map(|p| p.pid)
+            .collect();
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes left running: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn late_threads_are_caught_and_every_thread_ends_where_the_mapping_put_it() {
+    let program = match late_threads() {
+        Ok(program) => program,
+        Err(reason) => return eprintln!("SKIPPED: {reason}"),
+    };
+    let path = scratch("corun-late.json");
+    let path_text = path.to_str().unwrap();
+    // Command 1 runs longer, so when command 0 exits its threads are re-mapped and the final
+    // pins are held long enough to be seen.
+    let (code, out, err, observations) = corun_watched(&[
+        "corun",
+        "--algorithm",
+        "round-robin",
+        "--poll-ms",
+        "5",
+        "-o",
+        path_text,
+        "--",
+        program,
+        "2",
+        "250",
+        "900",
+        ":::",
+        program,
+        "1",
+        "150",
+        "1300",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("cannot show"), "{out}");
+    let report = read_json(&path);
+    let commands = report["commands"].as_array().unwrap();
+    for (index, threads) in [(0, 4), (1, 3)] {
+        assert_eq!(
+            commands[index]["status"],
+            serde_json::json!({"Exited": {"code": 0}})
+        );
+        // main + early threads + the late one
+        assert_eq!(commands[index]["threads_seen"], threads, "{out}");
+    }
+    let threads = report["threads"].as_array().unwrap();
+    let late: Vec<&Value> = threads
+        .iter()
+        .filter(|t| t["first_seen_s"].as_f64().unwrap() >= 0.14)
+        .collect();
+    assert_eq!(late.len(), 2, "one late thread per command: {threads:?}");
+    assert!(
+        late.iter().all(|t| t["cpu"].is_u64()),
+        "late threads pinned: {late:?}"
+    );
+    assert_eq!(assert_pins_seen_from_outside(&report, &observations), 7);
+    // The survivor's threads were re-mapped when command 0 left; outside saw the final pins last.
+    for thread in threads.iter().filter(|t| t["command"] == 1) {
+        let tid = thread["tid"].as_i64().unwrap() as Pid;
+        let last = observations[&tid].last().unwrap();
+        assert_eq!(
+            last,
+            &vec![thread["cpu"].as_u64().unwrap() as usize],
+            "thread {tid}"
+        );
+    }
+    assert!(report["remaps"].as_u64().unwrap() >= 3, "{report}");
+    assert_no_process_left(&report);
+}
+
+#[test]
+fn stress_ng_processes_are_mapped_by_their_declared_classes() {
+    if !has_stress_ng() {
+        return eprintln!("SKIPPED: stress-ng is not installed (scripts/deps.sh installs it)");
+    }
+    let fp = [
+        "stress-ng",
+        "--cpu",
+        "2",
+        "--cpu-method",
+        "float64",
+        "-t",
+        "1",
+    ];
+    let int = [
+        "stress-ng",
+        "--cpu",
+        "2",
+        "--cpu-method",
+        "int64",
+        "-t",
+        "1",
+    ];
+    let fp_profile = scratch("stress-fp.json");
+    let int_profile = scratch("stress-int.json");
+    for (command, class, path) in [(&fp, "fp", &fp_profile), (&int, "int", &int_profile)] {
+        let mut args = vec![
+            "profile",
+            "--class",
+            class,
+            "-o",
+            path.to_str().unwrap(),
+            "--",
+        ];
+        args.extend_from_slice(command);
+        let output = cli(&args);
+        let out = text(&output.stdout);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        assert!(out.contains("counters cover all of its threads"), "{out}");
+        if !out.contains("instruction mix (measured)") {
+            assert!(
+                out.contains("hardware counters for instruction classes are unavailable here"),
+                "{out}"
+            );
+        }
+    }
+    let path = scratch("corun-stress.json");
+    let mut args = vec![
+        "corun",
+        "--algorithm",
+        "instruction-aware",
+        "--poll-ms",
+        "5",
+        "--profile",
+        fp_profile.to_str().unwrap(),
+        "--profile",
+        int_profile.to_str().unwrap(),
+        "-o",
+        path.to_str().unwrap(),
+        "--",
+    ];
+    args.extend_from_slice(&fp);
+    args.push(":::");
+    args.extend_from_slice(&int);
+    let (code, out, err, observations) = corun_watched(&args);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("command 0 mix: declared class fp") || out.contains("command 0 mix: measured"),
+        "{out}"
+    );
+    let report = read_json(&path);
+    for command in report["commands"].as_array().unwrap() {
+        assert_eq!(
+            command["status"],
+            serde_json::json!({"Exited": {"code": 0}}),
+            "{out}"
+        );
+        // the stress-ng parent and its two workers
+        assert_eq!(command["processes_seen"], 3, "{out}");
+    }
+    assert_eq!(assert_pins_seen_from_outside(&report, &observations), 6);
+    assert_no_process_left(&report);
+}
+
+#[test]
+fn failed_quick_and_killed_commands_are_reported_and_the_rest_still_pinned() {
+    let program = match late_threads() {
+        Ok(program) => program,
+        Err(reason) => return eprintln!("SKIPPED: {reason}"),
+    };
+    let path = scratch("corun-failures.json");
+    let (code, out, err, observations) = corun_watched(&[
+        "corun",
+        "--algorithm",
+        "compact",
+        "--poll-ms",
+        "5",
+        "-o",
+        path.to_str().unwrap(),
+        "--",
+        "no-such-program-here",
+        ":::",
+        "sh",
+        "-c",
+        "exit 3",
+        ":::",
+        "sh",
+        "-c",
+        "kill -9 $$",
+        ":::",
+        program,
+        "1",
+        "100",
+        "500",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let report = read_json(&path);
+    let status = |index: usize| report["commands"][index]["status"].clone();
+    assert!(status(0)["FailedToStart"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("No such file"));
+    assert_eq!(status(1), serde_json::json!({"Exited": {"code": 3}}));
+    assert_eq!(
+        status(2),
+        serde_json::json!({"Signalled": {"signal": 9, "stopped_by": null}})
+    );
+    assert_eq!(status(3), serde_json::json!({"Exited": {"code": 0}}));
+    assert!(out.contains("failed to start: No such file"), "{out}");
+    assert!(out.contains("killed by signal 9 (SIGKILL)"), "{out}");
+    assert!(report["commands"][0]["wall_s"].is_null());
+    assert_eq!(report["commands"][3]["threads_seen"], 3);
+    assert!(assert_pins_seen_from_outside(&report, &observations) >= 3);
+    assert_no_process_left(&report);
+}
+
+fn spawn_cli(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_parbench-cli"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("parbench-cli runs")
+}
+
+#[test]
+fn a_signal_to_corun_stops_every_command_and_leaves_none_behind() {
+    let program = match late_threads() {
+        Ok(program) => program,
+        Err(reason) => return eprintln!("SKIPPED: {reason}"),
+    };
+    let path = scratch("corun-signal.json");
+    let child = spawn_cli(&[
+        "corun",
+        "--poll-ms",
+        "5",
+        "-o",
+        path.to_str().unwrap(),
+        "--",
+        program,
+        "2",
+        "50",
+        "60000",
+        ":::",
+        "sh",
+        "-c",
+        "sleep 60 & sleep 60",
+    ]);
+    let cli_pid = child.id() as Pid;
+    // Wait until both commands run (program + sh + its two sleeps).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while descendants(cli_pid, &all_processes()).len() < 5 {
+        assert!(Instant::now() < deadline, "commands did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: kill with a valid pid and signal number; no memory is involved.
+    assert_eq!(unsafe { libc::kill(cli_pid, libc::SIGTERM) }, 0);
+    let started = Instant::now();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "corun did not stop in time"
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let report = read_json(&path);
+    assert_eq!(report["stopped"], "Interrupted");
+    for command in report["commands"].as_array().unwrap() {
+        assert_eq!(
+            command["status"]["Signalled"]["stopped_by"], "Interrupted",
+            "{command}"
+        );
+    }
+    assert!(text(&output.stdout).contains("stopped by corun: interrupted"));
+    assert_no_process_left(&report);
+}
+
+#[test]
+fn compare_reports_every_algorithm_normalised_to_os() {
+    let program = match late_threads() {
+        Ok(program) => program,
+        Err(reason) => return eprintln!("SKIPPED: {reason}"),
+    };
+    let path = scratch("corun-compare.json");
+    let output = cli(&[
+        "corun",
+        "--compare",
+        "--repeat",
+        "2",
+        "--algorithms",
+        "round-robin,scatter",
+        "-o",
+        path.to_str().unwrap(),
+        "--",
+        program,
+        "1",
+        "20",
+        "150",
+        ":::",
+        program,
+        "1",
+        "20",
+        "150",
+    ]);
+    let out = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(out.contains("cannot show"), "{out}");
+    assert!(out.contains("t(0.975, n−1)"), "{out}");
+    let report = read_json(&path);
+    let rows = report["comparison"]["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["algorithm"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["round-robin", "scatter", "os"]);
+    for row in rows {
+        assert_eq!(row["system_times_s"].as_array().unwrap().len(), 2, "{row}");
+        assert!(row["ci95_s"].is_array(), "{row}");
+    }
+    assert_eq!(rows[2]["vs_os"], 1.0);
+    // Every run ran under its algorithm, in a shuffled order.
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 6);
+    let os_line = out.lines().find(|l| l.starts_with("os ")).expect("os row");
+    assert!(os_line.contains("1.000"), "{os_line}");
+}
+
+#[test]
+fn map_pid_pins_the_threads_of_a_running_program() {
+    let program = match late_threads() {
+        Ok(program) => program,
+        Err(reason) => return eprintln!("SKIPPED: {reason}"),
+    };
+    let mut target = Command::new(program)
+        .args(["2", "10", "3000"])
+        .spawn()
+        .unwrap();
+    let pid = target.id() as Pid;
+    std::thread::sleep(Duration::from_millis(200));
+    let pid_text = pid.to_string();
+    let (out, _) = cli_ok(&[
+        "map",
+        "--pid",
+        &pid_text,
+        "--class",
+        "fp",
+        "--algorithm",
+        "scatter",
+    ]);
+    let mut checked = 0;
+    for line in out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("process"))
+    {
+        // "  process P thread T -> cpu C"
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let tid: Pid = words[3].parse().unwrap();
+        let cpu: usize = words[6].parse().unwrap();
+        assert_eq!(cpus_allowed(pid, tid).unwrap(), vec![cpu], "{line}");
+        checked += 1;
+    }
+    assert_eq!(checked, 4, "main + 2 early + 1 late thread: {out}");
+    target.kill().unwrap();
+    target.wait().unwrap();
+}
+
+#[test]
+fn bad_corun_input_is_one_line() {
+    assert_bad_input(
+        &["corun", "--algorithm", "best", "--", "true"],
+        &["unknown mapping algorithm"],
+    );
+    assert_bad_input(
+        &["corun", "--", "true", ":::"],
+        &["command 2 after `--` is empty"],
+    );
+    assert_bad_input(
+        &["corun", "--profile", "/nonexistent/p.json", "--", "true"],
+        &["/nonexistent/p.json"],
+    );
+    assert_bad_input(
+        &["corun", "--timeout", "0", "--", "true"],
+        &["positive number of seconds"],
+    );
+    assert_bad_input(&["map", "--pid", "2147483646"], &["no process 2147483646"]);
+    assert_bad_input(
+        &["profile", "--class", "simd", "--", "true"],
+        &["unknown instruction class"],
+    );
+}
