@@ -68,7 +68,9 @@ pub struct MapArgs {
     /// Threads to map [default: every PU of the topology].
     #[arg(long, value_name = "N", value_parser = parse_positive)]
     pub threads: Option<usize>,
-    /// instruction-aware, round-robin, compact, scatter or os.
+    /// instruction-aware (refined Algorithm 1), algorithm1 (as published; `algorithm1:CLASS`
+    /// sorts by CLASS = fp, int, load, store or branch), round-robin (the study's: a core's
+    /// siblings first; also `compact`), os-index, scatter or os.
     #[arg(long, value_name = "NAME", default_value = "instruction-aware")]
     pub algorithm: String,
     /// A profile (`profile --output`) supplying the mix of the kernel it profiled; repeatable.

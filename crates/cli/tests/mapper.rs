@@ -91,9 +91,10 @@ fn profile_fp_add_attributes_task_clock_per_thread_and_names_what_is_unavailable
         assert!(out.contains(thread), "{out}");
     }
     assert!(
-        out.contains("classification rule: SMT-friendly when"),
+        out.contains("classification rule: parbench's own rule, not the tail-latency study's"),
         "{out}"
     );
+    assert!(out.contains("SMT-friendly when IPC < 1.0"), "{out}");
     let profile = Profile::read_json(&path).expect("profile JSON written");
     assert_eq!(profile.workload, "fp-add");
     for thread in 0..2 {
@@ -175,7 +176,7 @@ fn map_on_the_synthetic_topology_places_every_thread_once_and_scores_every_algor
     };
     assert_eq!(score("instruction-aware").as_deref(), Some("0.000"));
     assert_eq!(score("round-robin").as_deref(), Some("4.000"));
-    for name in ["compact", "scatter", "os", "random"] {
+    for name in ["algorithm1", "os-index", "scatter", "os", "random"] {
         assert!(score(name).is_some(), "{name} scored: {out}");
     }
     assert!(out.contains("seed 3"), "{out}");
@@ -187,6 +188,25 @@ fn map_round_robin_puts_consecutive_threads_on_one_core() {
     let out = map(&["--threads", "8", "--algorithm", "round-robin"]);
     let cores: Vec<usize> = placements(&out).iter().map(|p| p.1).collect();
     assert_eq!(cores, [0, 0, 1, 1, 2, 2, 3, 3], "{out}");
+    // `compact` is the same placement under another name.
+    let compact = map(&["--threads", "8", "--algorithm", "compact"]);
+    let cores: Vec<usize> = placements(&compact).iter().map(|p| p.1).collect();
+    assert_eq!(cores, [0, 0, 1, 1, 2, 2, 3, 3], "{compact}");
+}
+
+#[test]
+fn map_algorithm1_pairs_the_extremes_of_one_class_core_by_core() {
+    // 4 threads on 4 cores × 2 PUs: the published algorithm fills cores 0 and 1 and leaves 2 and
+    // 3 empty; the refined one spreads them over all four cores.
+    let exact = map(&["--threads", "4", "--algorithm", "algorithm1:fp"]);
+    assert!(exact.contains("mapping (algorithm1:fp)"), "{exact}");
+    let mut cores: Vec<usize> = placements(&exact).iter().map(|p| p.1).collect();
+    cores.sort_unstable();
+    assert_eq!(cores, [0, 0, 1, 1], "{exact}");
+    let refined = map(&["--threads", "4", "--algorithm", "instruction-aware"]);
+    let mut cores: Vec<usize> = placements(&refined).iter().map(|p| p.1).collect();
+    cores.sort_unstable();
+    assert_eq!(cores, [0, 1, 2, 3], "{refined}");
 }
 
 #[test]

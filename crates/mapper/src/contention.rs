@@ -116,7 +116,7 @@ mod tests {
     fn three_identical_threads_on_one_core_score_three_pairs() {
         let t = Topology::synthetic("core:1 pu:4").unwrap();
         let int = InstructionMix::new([(InstrClass::Int, 1.0)]);
-        let mapping = Algorithm::Compact.map(&t, &[int; 3]).unwrap();
+        let mapping = Algorithm::RoundRobin.map(&t, &[int; 3]).unwrap();
         assert_eq!(contention(&t, &mapping, &[int; 3]).unwrap().total, 3.0);
     }
 }

@@ -81,7 +81,7 @@ impl ModelComparison {
     /// use parbench_mapper::{compare_on_model, smt_bench_mixes, threads_in_blocks, Topology};
     /// let t = Topology::synthetic("core:1 pu:2")?;
     /// let c = compare_on_model(&t, &threads_in_blocks(&smt_bench_mixes()[..1], 2)?, 0, 0)?;
-    /// assert_eq!(c.score_of("compact"), Some(1.0));
+    /// assert_eq!(c.score_of("round-robin"), Some(1.0));
     /// assert_eq!(c.score_of("os"), None);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -240,7 +240,7 @@ pub struct MapReport {
 /// use parbench_mapper::{declared_kernel_mixes, map_report, Algorithm, MapError, Topology};
 /// let t = Topology::synthetic("core:2 pu:2")?;
 /// let kernels = declared_kernel_mixes(&["fp-add"])?;
-/// assert!(matches!(map_report(&t, &kernels, 5, Algorithm::Compact, 0, 0), Err(MapError::TooManyThreads { .. })));
+/// assert!(matches!(map_report(&t, &kernels, 5, Algorithm::RoundRobin, 0, 0), Err(MapError::TooManyThreads { .. })));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn map_report(

@@ -27,7 +27,7 @@ fn unknown_topology_form_lists_the_valid_forms() {
 fn unknown_algorithm_lists_the_valid_names() {
     let message = "fastest".parse::<Algorithm>().unwrap_err().to_string();
     assert_one_line(&message);
-    assert!(message.contains("instruction-aware, round-robin, compact, scatter, os"));
+    assert!(message.contains("instruction-aware, algorithm1, round-robin, os-index, scatter, os"));
 }
 
 #[test]
@@ -53,7 +53,7 @@ fn zero_and_too_many_threads_are_one_line_errors() {
     let topology = Topology::synthetic("pack:1 core:4 pu:2").unwrap();
     let kernels = declared_kernel_mixes(&["fp-add", "int-add"]).unwrap();
     for threads in [0, 9] {
-        let message = map_report(&topology, &kernels, threads, Algorithm::Compact, 0, 0)
+        let message = map_report(&topology, &kernels, threads, Algorithm::RoundRobin, 0, 0)
             .unwrap_err()
             .to_string();
         assert_one_line(&message);

@@ -506,7 +506,7 @@ pub fn corun(
 /// let mut child = std::process::Command::new("sleep").arg("2").spawn()?;
 /// let pid = child.id() as i32;
 /// let topology = Topology::this_system()?;
-/// let threads = map_running(&topology, &[(pid, None)], Algorithm::Compact)?;
+/// let threads = map_running(&topology, &[(pid, None)], Algorithm::RoundRobin)?;
 /// assert_eq!(threads[0].tid, pid);
 /// assert_eq!(threads[0].cpu, Some(topology.pus()[0].os_index));
 /// child.kill()?;

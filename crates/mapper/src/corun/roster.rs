@@ -246,7 +246,11 @@ mod tests {
     #[test]
     fn late_threads_and_exits_trigger_a_remap_in_program_then_arrival_order() {
         let t = Topology::synthetic("core:2 pu:2").unwrap();
-        let mut roster = Roster::new(&t, Algorithm::Compact, vec![InstructionMix::default(); 2]);
+        let mut roster = Roster::new(
+            &t,
+            Algorithm::RoundRobin,
+            vec![InstructionMix::default(); 2],
+        );
         roster
             .update(&[(1, 50, 50), (0, 60, 60)], Duration::ZERO)
             .unwrap();
@@ -293,7 +297,7 @@ mod tests {
             assert_ne!(programs[0], programs[1], "core {cpus:?}: {plan:?}");
         }
         // Compact instead keeps each program on one core.
-        let mut compact = Roster::new(&t, Algorithm::Compact, vec![fp, int]);
+        let mut compact = Roster::new(&t, Algorithm::RoundRobin, vec![fp, int]);
         compact.update(&threads, Duration::ZERO).unwrap();
         assert_eq!(
             compact.plan(),

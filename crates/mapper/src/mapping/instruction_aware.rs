@@ -215,6 +215,50 @@ fn core_group_sizes(topology: &Topology, threads: usize, rounds: usize) -> Vec<(
         .collect()
 }
 
+/// PU (logical index) per thread under the study's Algorithm 1 as published: threads sorted by
+/// their count of one instruction class (`class`; `None`: the class whose share varies most
+/// across the threads, [`key_classes`]), then cores in topology order each take the highest and
+/// the lowest remaining threads (high, low, high, … up to the core's size) until no thread is
+/// left. Unlike [`map`] it neither spreads threads over cores (with fewer threads than PUs the
+/// last cores stay empty) nor refines the pairing. With `rounds > 1` (more threads than PUs,
+/// which the study does not cover) cores take evenly spread groups dealt to their PUs in turn.
+pub(super) fn map_algorithm1(
+    topology: &Topology,
+    mixes: &[InstructionMix],
+    class: Option<InstrClass>,
+    rounds: usize,
+) -> Vec<usize> {
+    let class = class.unwrap_or_else(|| key_classes(mixes)[0]);
+    let counts: Vec<f64> = mixes.iter().map(|mix| mix.count(class)).collect();
+    let (cores, sizes): (Vec<usize>, Vec<usize>) = if rounds > 1 {
+        // Sharing PUs (`map_sharing`): the published algorithm has no rule for it, so spread
+        // evenly as the refined mapping does, keeping PU loads within one thread of each other.
+        core_group_sizes(topology, mixes.len(), rounds)
+            .into_iter()
+            .unzip()
+    } else {
+        let mut cores = Vec::new();
+        let mut sizes = Vec::new();
+        let mut left = mixes.len();
+        for (core, found) in topology.cores().iter().enumerate() {
+            let take = found.pus.len().min(left);
+            if take > 0 {
+                cores.push(core);
+                sizes.push(take);
+                left -= take;
+            }
+        }
+        (cores, sizes)
+    };
+    let mut pu_of_thread = vec![0; mixes.len()];
+    for (core, group) in cores.iter().zip(algorithm1(&counts, &sizes)) {
+        for (&thread, &pu) in group.iter().zip(topology.cores()[*core].pus.iter().cycle()) {
+            pu_of_thread[thread] = pu;
+        }
+    }
+    pu_of_thread
+}
+
 /// PU (logical index) per thread under the generalised algorithm, each PU taking at most
 /// `rounds` threads (a core's group is dealt to its PUs in turn); the caller has checked that
 /// `mixes.len()` is between 1 and `rounds ×` the PU count.
@@ -251,6 +295,42 @@ mod tests {
             algorithm1(&[5.0, 5.0, 1.0, 1.0], &[2, 2]),
             vec![vec![0, 3], vec![1, 2]]
         );
+    }
+
+    #[test]
+    fn published_algorithm1_fills_cores_in_order_with_max_and_min() {
+        let t = Topology::synthetic("core:4 pu:2").unwrap();
+        let fp =
+            |count: f64| InstructionMix::new([(InstrClass::Fp, count), (InstrClass::Int, 1.0)]);
+        // fp counts 40 10 80 60 20 70: sorted 2 5 3 0 4 1 → core 0 {2, 1}, core 1 {5, 4}, core 2 {3, 0}.
+        let mixes: Vec<InstructionMix> = [40.0, 10.0, 80.0, 60.0, 20.0, 70.0].map(fp).to_vec();
+        let pus = map_algorithm1(&t, &mixes, Some(InstrClass::Fp), 1);
+        let core_of = |thread: usize| t.pus()[pus[thread]].core;
+        assert_eq!(
+            (0..6).map(core_of).collect::<Vec<_>>(),
+            vec![2, 0, 0, 2, 1, 1]
+        );
+        // The fourth core stays empty (the refined mapping would spread instead).
+        assert!((0..6).all(|thread| core_of(thread) != 3));
+        let mut used = pus.clone();
+        used.sort_unstable();
+        used.dedup();
+        assert_eq!(used.len(), 6);
+    }
+
+    #[test]
+    fn algorithm1_sorts_by_the_requested_class_only() {
+        let t = Topology::synthetic("core:2 pu:2").unwrap();
+        let mix =
+            |fp: f64, int: f64| InstructionMix::new([(InstrClass::Fp, fp), (InstrClass::Int, int)]);
+        let mixes = [mix(4.0, 1.0), mix(3.0, 9.0), mix(2.0, 8.0), mix(1.0, 2.0)];
+        let together =
+            |pus: &[usize], a: usize, b: usize| t.pus()[pus[a]].core == t.pus()[pus[b]].core;
+        // By fp: 0 (4) with 3 (1); by int: 1 (9) with 0 (1).
+        let by_fp = map_algorithm1(&t, &mixes, Some(InstrClass::Fp), 1);
+        assert!(together(&by_fp, 0, 3) && together(&by_fp, 1, 2));
+        let by_int = map_algorithm1(&t, &mixes, Some(InstrClass::Int), 1);
+        assert!(together(&by_int, 1, 0) && together(&by_int, 2, 3));
     }
 
     #[test]

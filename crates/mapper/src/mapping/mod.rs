@@ -4,13 +4,18 @@
 //! which processing unit each thread is pinned to. The algorithms differ only in *which PUs
 //! share a core*:
 //!
-//! - [`Algorithm::InstructionAware`] — the SMT study's Algorithm 1, generalised
+//! - [`Algorithm::InstructionAware`] — the SMT study's Algorithm 1, generalised and refined
 //!   (see [`instruction_aware`]): co-locate threads whose mixes stress different units.
-//! - [`Algorithm::RoundRobin`] — the study's baseline: PUs in OS-index order, so on machines whose
-//!   OS numbering keeps siblings adjacent, consecutive threads share a core.
-//! - [`Algorithm::Compact`] — PUs in topology (logical) order: fill a core's siblings, then the
-//!   next core, then the next package. Identical to `RoundRobin` whenever OS numbering follows
-//!   the hierarchy (all synthetic topologies without explicit `indexes=`).
+//! - [`Algorithm::Algorithm1`] — the study's Algorithm 1 exactly as published: sort the threads
+//!   by one instruction class, put the maximum and the minimum on the next core, repeat.
+//! - [`Algorithm::RoundRobin`] — the study's baseline as the study defines it: threads in order
+//!   onto PUs in topology (logical) order, filling a core's siblings before the next core, so the
+//!   consecutive threads of one application share a core. `compact` is accepted as another name
+//!   for it (what OpenMP and the scheduler's `Pinning::Compact` call this placement).
+//! - [`Algorithm::OsIndex`] — PUs in OS-number order (`taskset`'s numbering). The same as
+//!   round-robin where OS numbers follow the hierarchy (all synthetic topologies without explicit
+//!   `indexes=`); on machines that number core by core first (CPU 0 and CPU N siblings) it spreads
+//!   over cores instead.
 //! - [`Algorithm::Scatter`] — one thread per core (alternating packages) before any sibling.
 //! - [`Algorithm::Random`] — a seeded uniform placement, the model report's reference.
 //! - [`Algorithm::Os`] — no pinning; the scheduler of the operating system decides.
@@ -27,7 +32,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::mix::{InstructionMix, NamedMix};
+use crate::mix::{InstrClass, InstructionMix, NamedMix};
 use crate::topology::Topology;
 
 /// Errors while building a mapping or its inputs.
@@ -35,7 +40,7 @@ use crate::topology::Topology;
 /// ```
 /// use parbench_mapper::{Algorithm, InstructionMix, MapError, Topology};
 /// let t = Topology::synthetic("core:1 pu:2")?;
-/// let err = Algorithm::Compact.map(&t, &[InstructionMix::default(); 3]).unwrap_err();
+/// let err = Algorithm::RoundRobin.map(&t, &[InstructionMix::default(); 3]).unwrap_err();
 /// assert_eq!(err.to_string(), "3 threads do not fit on 2 PUs (one thread per PU)");
 /// # Ok::<(), parbench_mapper::TopologyError>(())
 /// ```
@@ -53,7 +58,7 @@ pub enum MapError {
         pus: usize,
     },
     /// An algorithm name that does not exist.
-    #[error("unknown mapping algorithm {name:?}; valid: {}", Algorithm::NAMES.join(", "))]
+    #[error("unknown mapping algorithm {name:?}; valid: {}, compact (= round-robin), algorithm1:CLASS with CLASS one of {}", Algorithm::NAMES.join(", "), crate::mix::InstrClass::ALL.map(|c| c.name()).join(", "))]
     UnknownAlgorithm {
         /// The name given.
         name: String,
@@ -85,12 +90,18 @@ pub enum MapError {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Algorithm {
-    /// Pair threads with complementary instruction mixes on each core.
+    /// Pair threads with complementary instruction mixes on each core (refined Algorithm 1).
     InstructionAware,
-    /// PUs in OS-index order.
+    /// The study's Algorithm 1 as published, sorting by `class` (`None`: the class whose share
+    /// varies most across the threads).
+    Algorithm1 {
+        /// The instruction class threads are sorted by.
+        class: Option<InstrClass>,
+    },
+    /// The study's round-robin: PUs in topology order, a core's siblings first.
     RoundRobin,
-    /// PUs in topology order (siblings first).
-    Compact,
+    /// PUs in OS-number order.
+    OsIndex,
     /// One thread per core before any sibling.
     Scatter,
     /// A uniform random placement from a seed.
@@ -108,10 +119,11 @@ impl Algorithm {
     /// ```
     /// assert_eq!(parbench_mapper::Algorithm::NAMES[0], "instruction-aware");
     /// ```
-    pub const NAMES: [&'static str; 5] = [
+    pub const NAMES: [&'static str; 6] = [
         "instruction-aware",
+        "algorithm1",
         "round-robin",
-        "compact",
+        "os-index",
         "scatter",
         "os",
     ];
@@ -123,10 +135,11 @@ impl Algorithm {
     /// let names: Vec<String> = Algorithm::NAMED.iter().map(|a| a.to_string()).collect();
     /// assert_eq!(names, Algorithm::NAMES);
     /// ```
-    pub const NAMED: [Algorithm; 5] = [
+    pub const NAMED: [Algorithm; 6] = [
         Algorithm::InstructionAware,
+        Algorithm::Algorithm1 { class: None },
         Algorithm::RoundRobin,
-        Algorithm::Compact,
+        Algorithm::OsIndex,
         Algorithm::Scatter,
         Algorithm::Os,
     ];
@@ -216,8 +229,11 @@ impl Algorithm {
     fn place(self, topology: &Topology, mixes: &[InstructionMix], rounds: usize) -> Vec<usize> {
         let order: Vec<usize> = match self {
             Algorithm::InstructionAware => return instruction_aware::map(topology, mixes, rounds),
-            Algorithm::RoundRobin => placement::os_order(topology),
-            Algorithm::Compact => placement::logical_order(topology),
+            Algorithm::Algorithm1 { class } => {
+                return instruction_aware::map_algorithm1(topology, mixes, class, rounds)
+            }
+            Algorithm::RoundRobin => placement::logical_order(topology),
+            Algorithm::OsIndex => placement::os_order(topology),
             Algorithm::Scatter => placement::scatter_order(topology),
             Algorithm::Random { seed } => placement::random_order(topology, seed),
             Algorithm::Os => Vec::new(),
@@ -229,13 +245,35 @@ impl Algorithm {
 impl std::str::FromStr for Algorithm {
     type Err = MapError;
 
+    /// A name of [`Algorithm::NAMES`], `compact` (another name for round-robin), or
+    /// `algorithm1:CLASS` (e.g. `algorithm1:fp`) to choose the class Algorithm 1 sorts by.
+    ///
+    /// ```
+    /// use parbench_mapper::{Algorithm, InstrClass};
+    /// assert_eq!("compact".parse::<Algorithm>()?, Algorithm::RoundRobin);
+    /// let by_load = Algorithm::Algorithm1 { class: Some(InstrClass::Load) };
+    /// assert_eq!("algorithm1:load".parse::<Algorithm>()?, by_load);
+    /// assert_eq!(by_load.to_string(), "algorithm1:load");
+    /// assert!("algorithm1:simd".parse::<Algorithm>().is_err());
+    /// # Ok::<(), parbench_mapper::MapError>(())
+    /// ```
     fn from_str(name: &str) -> Result<Self, MapError> {
+        let unknown = || MapError::UnknownAlgorithm {
+            name: name.to_owned(),
+        };
+        if name == "compact" {
+            return Ok(Algorithm::RoundRobin);
+        }
+        if let Some(class) = name.strip_prefix("algorithm1:") {
+            return class
+                .parse::<InstrClass>()
+                .map(|class| Algorithm::Algorithm1 { class: Some(class) })
+                .map_err(|_| unknown());
+        }
         Algorithm::NAMED
             .into_iter()
             .find(|algorithm| algorithm.to_string() == name)
-            .ok_or_else(|| MapError::UnknownAlgorithm {
-                name: name.to_owned(),
-            })
+            .ok_or_else(unknown)
     }
 }
 
@@ -243,8 +281,12 @@ impl fmt::Display for Algorithm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Algorithm::InstructionAware => f.write_str("instruction-aware"),
+            Algorithm::Algorithm1 { class: None } => f.write_str("algorithm1"),
+            Algorithm::Algorithm1 { class: Some(class) } => {
+                write!(f, "algorithm1:{}", class.name())
+            }
             Algorithm::RoundRobin => f.write_str("round-robin"),
-            Algorithm::Compact => f.write_str("compact"),
+            Algorithm::OsIndex => f.write_str("os-index"),
             Algorithm::Scatter => f.write_str("scatter"),
             Algorithm::Random { seed } => write!(f, "random(seed {seed})"),
             Algorithm::Os => f.write_str("os"),
@@ -257,7 +299,7 @@ impl fmt::Display for Algorithm {
 /// ```
 /// use parbench_mapper::{Algorithm, InstructionMix, Topology};
 /// let t = Topology::synthetic("core:2 pu:2(indexes=0,2,1,3)")?;
-/// let mapping = Algorithm::Compact.map(&t, &[InstructionMix::default(); 2])?;
+/// let mapping = Algorithm::RoundRobin.map(&t, &[InstructionMix::default(); 2])?;
 /// assert_eq!(mapping.pus(), &[Some(0), Some(1)]);
 /// assert_eq!(mapping.cpu_list(&t), Some(vec![0, 2]));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -477,26 +519,51 @@ mod tests {
     }
 
     #[test]
-    fn round_robin_follows_os_order() {
+    fn os_index_follows_os_numbers() {
         let t = Topology::synthetic("core:2 pu:2(indexes=0,2,1,3)").unwrap();
-        let mapping = Algorithm::RoundRobin.map(&t, &uniform(4)).unwrap();
+        let mapping = Algorithm::OsIndex.map(&t, &uniform(4)).unwrap();
         assert_eq!(mapping.pus(), &[Some(0), Some(2), Some(1), Some(3)]);
         assert_eq!(mapping.cpu_list(&t).unwrap(), vec![0, 1, 2, 3]);
     }
 
     #[test]
-    fn round_robin_puts_consecutive_threads_on_one_core_when_os_order_is_logical() {
-        let t = Topology::synthetic("pack:1 core:4 pu:2").unwrap();
-        let mapping = Algorithm::RoundRobin.map(&t, &uniform(8)).unwrap();
-        assert_eq!(mapping.cpu_list(&t).unwrap(), vec![0, 1, 2, 3, 4, 5, 6, 7]);
+    fn round_robin_puts_consecutive_threads_on_one_core_whatever_the_os_numbers() {
+        // The study's round-robin: one application's consecutive threads share a core.
+        let t = Topology::synthetic("core:2 pu:2(indexes=0,2,1,3)").unwrap();
+        let mapping = Algorithm::RoundRobin.map(&t, &uniform(4)).unwrap();
+        assert_eq!(mapping.pus(), &[Some(0), Some(1), Some(2), Some(3)]);
+        assert_eq!(mapping.cpu_list(&t).unwrap(), vec![0, 2, 1, 3]);
+        let core = |thread: usize| t.pus()[mapping.pus()[thread].unwrap()].core;
+        assert_eq!((core(0), core(1), core(2), core(3)), (0, 0, 1, 1));
+        assert_eq!(
+            "compact".parse::<Algorithm>().unwrap(),
+            Algorithm::RoundRobin
+        );
     }
 
     #[test]
-    fn compact_fills_siblings_first_in_logical_order() {
-        let t = Topology::synthetic("core:2 pu:2(indexes=0,2,1,3)").unwrap();
-        let mapping = Algorithm::Compact.map(&t, &uniform(4)).unwrap();
-        assert_eq!(mapping.pus(), &[Some(0), Some(1), Some(2), Some(3)]);
-        assert_eq!(mapping.cpu_list(&t).unwrap(), vec![0, 2, 1, 3]);
+    fn round_robin_and_os_index_agree_when_os_numbers_follow_the_hierarchy() {
+        let t = Topology::synthetic("pack:1 core:4 pu:2").unwrap();
+        let rr = Algorithm::RoundRobin.map(&t, &uniform(8)).unwrap();
+        assert_eq!(rr.cpu_list(&t).unwrap(), vec![0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(
+            Algorithm::OsIndex.map(&t, &uniform(8)).unwrap().pus(),
+            rr.pus()
+        );
+    }
+
+    #[test]
+    fn unknown_names_list_every_form() {
+        let message = "best".parse::<Algorithm>().unwrap_err().to_string();
+        for needle in [
+            "algorithm1",
+            "os-index",
+            "compact",
+            "algorithm1:CLASS",
+            "store",
+        ] {
+            assert!(message.contains(needle), "{message}");
+        }
     }
 
     #[test]
@@ -527,7 +594,7 @@ mod tests {
     #[test]
     fn bad_thread_counts_are_errors() {
         let t = Topology::synthetic("core:2 pu:2").unwrap();
-        assert_eq!(Algorithm::Compact.map(&t, &[]), Err(MapError::NoThreads));
+        assert_eq!(Algorithm::RoundRobin.map(&t, &[]), Err(MapError::NoThreads));
         assert_eq!(
             Algorithm::InstructionAware.map(&t, &uniform(5)),
             Err(MapError::TooManyThreads { threads: 5, pus: 4 })
@@ -545,7 +612,7 @@ mod tests {
     fn unknown_names_list_the_valid_ones() {
         let message = "best".parse::<Algorithm>().unwrap_err().to_string();
         assert!(
-            message.contains("instruction-aware, round-robin, compact, scatter, os"),
+            message.contains("instruction-aware, algorithm1, round-robin, os-index, scatter, os"),
             "{message}"
         );
         let message = declared_kernel_mixes(&["fp-sqrt"]).unwrap_err().to_string();
