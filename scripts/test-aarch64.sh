@@ -12,6 +12,11 @@
 #     that LSE code uses LSE instructions and LL/SC code exclusive pairs
 #     (scripts/aarch64/check-disassembly.sh), after checking that the checker rejects a tampered
 #     disassembly.
+#  4. Builds the runtime (parbench-kernels with the scheduler and every kernel) twice, with LSE
+#     forced on and off (scripts/aarch64/build-lse.sh, the far-atomics study's two builds),
+#     checks each binary's atomics with scripts/aarch64/check-runtime-atomics.sh (and that the
+#     checker rejects the other build), and runs the kernels' backend tests on each: the LSE build
+#     under -cpu max, the LL/SC build under -cpu cortex-a57 (where any LSE instruction would die).
 #
 # Binaries are linked statically (dynamically linked ones hang under qemu-user on the CI machine).
 # Emulated timings mean nothing; nothing here measures time.
@@ -107,4 +112,25 @@ echo "== instruction counts, debug build ($debug_binary)"
 "$checker" "$debug_binary"
 echo "== instruction counts, release build ($release_binary)"
 "$checker" "$release_binary"
+runtime_checker=$repo/scripts/aarch64/check-runtime-atomics.sh
+declare -A runtime_binary
+for mode in off on; do
+    echo "== whole-runtime build with LSE forced $mode"
+    binaries=$(CARGO_TARGET_DIR=$repo/target/aarch64 scripts/aarch64/build-lse.sh "$mode" --release)
+    runtime_binary[$mode]=$(grep '/parbench_kernels-' <<<"$binaries" | head -n 1)
+    backends_test=$(grep '/atomics_backends-' <<<"$binaries" | head -n 1)
+    [[ -x ${runtime_binary[$mode]} && -x $backends_test ]] || {
+        echo "build-lse.sh $mode did not produce the kernels test binaries (got: $binaries)" >&2
+        exit 1
+    }
+    "$runtime_checker" "${runtime_binary[$mode]}" "$mode"
+    if [[ $mode == on ]]; then cpu=max expect_lse=1; else cpu=cortex-a57 expect_lse=0; fi
+    echo "== kernels' atomics backends, LSE-$mode build, on qemu -cpu $cpu"
+    env PARBENCH_EXPECT_LSE=$expect_lse "$qemu" -cpu "$cpu" "$backends_test"
+done
+if "$runtime_checker" "${runtime_binary[on]}" off >/dev/null; then
+    echo "runtime atomics checker accepted the LSE build as an LL/SC build" >&2
+    exit 1
+fi
+echo "== runtime atomics checker rejects the LSE build as LL/SC, as it must"
 echo "aarch64 verification passed (qemu -cpu max and cortex-a57; emulated timings mean nothing)"

@@ -10,9 +10,9 @@
 #   off      -C target-feature=-lse,-outline-atomics: atomics inline as LDAXR/STLXR loops (ARMv8.0).
 #   default  Rust's default for aarch64 Linux: outline atomics (calls to __aarch64_* helpers that
 #            pick LSE or LL/SC at run time) — the build the study could not interpret.
-# It builds the test binaries of parbench-atomics, parbench-scheduler and parbench-kernels
-# (`cargo test --no-run`; they link every crate whose atomics run in a sweep) and prints their
-# paths, one per line, on stdout. parbench-mapper and parbench-cli are not built: hwloc is not
+# It builds (`cargo test --no-run`) the unit-test binary of parbench-kernels, which links every
+# crate whose atomics run in a sweep (atomics, scheduler, kernels, rayon, std's inlined atomics),
+# and its `atomics_backends` test, and prints their paths, one per line, on stdout. parbench-mapper and parbench-cli are not built: hwloc is not
 # installed for arm64 (and its static link needs libudev). The environment (RUSTC, linker, target
 # dir) is the one scripts/test-aarch64.sh sets up.
 set -euo pipefail
@@ -33,6 +33,6 @@ target=aarch64-unknown-linux-gnu
 # A target dir per mode: different RUSTFLAGS would otherwise rebuild everything each time.
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target/aarch64}-lse-$mode
 export RUSTFLAGS="-C target-feature=$features"
-cargo test -p parbench-atomics -p parbench-scheduler -p parbench-kernels --target "$target" \
+cargo test -p parbench-kernels --lib --test atomics_backends --target "$target" \
     --no-run --message-format=json "$@" |
     grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//' | sort -u

@@ -28,6 +28,7 @@ use crate::results::{Cell, Metadata, Report};
 use crate::stats::Summary;
 use crate::sweep::{run_sweep, SweepError, SweepObserver, SweepPlan, LABELS};
 
+pub mod far_atomics;
 pub mod figure;
 pub mod pending;
 pub mod pthreads;
@@ -71,7 +72,7 @@ pub fn studies() -> &'static [&'static dyn Study] {
 
 /// The registry behind [`studies`]: adding a study adds one line here.
 static STUDIES: &[&dyn Study] = &[
-    &pending::FAR_ATOMICS,
+    &far_atomics::FarAtomics,
     &tail_latency::TailLatencyStudy,
     &pthreads::PthreadsStudy,
     &pending::SMT_MAPPING,

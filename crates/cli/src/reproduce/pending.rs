@@ -42,9 +42,3 @@ pub static SMT_MAPPING: PendingStudy = PendingStudy {
     name: "smt-mapping",
     published: include_str!("../../data/published/smt-mapping.json"),
 };
-
-/// The INNCABS far-atomics study (until its experiment lands).
-pub static FAR_ATOMICS: PendingStudy = PendingStudy {
-    name: "far-atomics",
-    published: include_str!("../../data/published/far-atomics.json"),
-};
