@@ -32,7 +32,7 @@ pub struct Cli {
 pub enum Command {
     /// Run kernels × schedulers × thread counts and report statistics per cell.
     Sweep(Box<SweepArgs>),
-    /// Draw box plots and speed-up curves (SVG) from a sweep's JSON results.
+    /// Draw box plots, speed-up curves and scheduler comparisons (SVG or PNG) from a sweep's JSON.
     Plot(PlotArgs),
     /// Tail latency (p95) against offered load of a kernel served by 1 or 2 pinned threads.
     Latency(Box<crate::latency::LatencyArgs>),
@@ -200,9 +200,46 @@ pub struct PlotArgs {
     /// JSON results written by `sweep --output FILE.json`.
     #[arg(value_name = "RESULTS.json")]
     pub results: PathBuf,
-    /// The SVG file to write.
+    /// The figure to write (.svg or .png).
     #[arg(long, short, value_name = "FIG.svg")]
     pub output: PathBuf,
+    /// Image format [default: from the extension of --output; SVG for any other].
+    #[arg(long, value_enum)]
+    pub format: Option<FigureFormat>,
+}
+
+/// Image formats of `plot`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FigureFormat {
+    /// Scalable vector graphics: text stays text.
+    Svg,
+    /// A bitmap, for a quick look in any image viewer.
+    Png,
+}
+
+impl FigureFormat {
+    /// The format a file name's extension implies, if any.
+    ///
+    /// ```
+    /// use parbench_cli::args::FigureFormat;
+    /// assert_eq!(FigureFormat::from_extension("f.PNG".as_ref()), Some(FigureFormat::Png));
+    /// assert_eq!(FigureFormat::from_extension("f.pdf".as_ref()), None);
+    /// ```
+    pub fn from_extension(path: &std::path::Path) -> Option<FigureFormat> {
+        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+            "svg" => Some(FigureFormat::Svg),
+            "png" => Some(FigureFormat::Png),
+            _ => None,
+        }
+    }
+
+    /// The name `--format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            FigureFormat::Svg => "svg",
+            FigureFormat::Png => "png",
+        }
+    }
 }
 
 /// `--pin` values.

@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 
 use parbench_kernels::{find_kernel, registry, ExecutorKind, Kernel, Params, PinPolicy};
 
+use crate::args::FigureFormat;
 use crate::args::{Command, PinArg, PlotArgs, SweepArgs, SweepRoundArgs};
 use crate::error::CliError;
 use crate::export::ExportFormat;
-use crate::plot::render_svg;
+use crate::plot::{render_png, render_svg};
 use crate::progress::Progress;
 use crate::results::{Report, SCHEMA_VERSION};
 use crate::rounds::{merge_rounds, round_orders, run_round_in_child, RoundEvent, RoundRequest};
@@ -402,6 +403,9 @@ fn sweep_metadata(
     }
     settings.insert("pin".to_owned(), format!("{:?}", plan.pin).to_lowercase());
     for kernel in &plan.kernels {
+        if kernel.weak_scaling(&plan.params) {
+            settings.insert(format!("{}.weak_scaling", kernel.name()), "true".to_owned());
+        }
         for spec in kernel.params() {
             // Record the value each parameter had, given or default, so a figure can be labelled.
             if let Ok(value) = plan.params.get_str(*kernel, spec.name) {
@@ -441,12 +445,32 @@ fn describe_plan(plan: &SweepPlan, rounds: usize, seed: u64) -> String {
 }
 
 fn plot(args: &PlotArgs) -> Result<(), CliError> {
+    let implied = FigureFormat::from_extension(&args.output);
+    let format = match (args.format, implied) {
+        (Some(given), Some(implied)) if given != implied => {
+            return Err(CliError::Usage(format!(
+                "--format {} contradicts the extension of {} (which means {}); \
+                 rename the file or drop --format",
+                given.name(),
+                args.output.display(),
+                implied.name()
+            )))
+        }
+        (Some(given), _) => given,
+        (None, Some(implied)) => implied,
+        (None, None) => FigureFormat::Svg,
+    };
     let report = read_report(&args.results)?;
-    let svg = render_svg(&report)?;
-    fs::write(&args.output, svg).map_err(|source| CliError::Write {
-        path: args.output.clone(),
-        source,
-    })
+    match format {
+        FigureFormat::Svg => {
+            let svg = render_svg(&report)?;
+            fs::write(&args.output, svg).map_err(|source| CliError::Write {
+                path: args.output.clone(),
+                source,
+            })
+        }
+        FigureFormat::Png => Ok(render_png(&report, &args.output)?),
+    }
 }
 
 /// Reads a JSON report written by `sweep`.

@@ -879,6 +879,7 @@ pub fn render_plot(curves: &[Curve], service: &str) -> Result<String, CliError> 
     let (low, high) = ((low * 0.8).max(1e-6), (high * 1.25).max(low * 2.0));
     let mut svg = String::new();
     {
+        crate::plot::ensure_font();
         let root = SVGBackend::with_string(&mut svg, (900, 560)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| draw_error(&e))?;
         let mut chart = ChartBuilder::on(&root)

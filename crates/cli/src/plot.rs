@@ -1,27 +1,53 @@
-//! SVG figures from a sweep report: per kernel, box plots of the run times of every
-//! scheduler × threads cell, and speed-up over `seq` against the thread count, one line per
-//! scheduler with the ideal (linear) speed-up dashed.
+//! Figures from a sweep report, as SVG or PNG. Per kernel, one row of three panels:
+//! - box plots of the run times of every scheduler × threads cell (time axis logarithmic, because
+//!   schedulers differ by orders of magnitude: a thread per task against work stealing);
+//! - speed-up over `seq` against the thread count, one line per scheduler, ideal speed-up dashed;
+//! - a scheduler comparison per thread count: bars of each scheduler's median time relative to
+//!   `seq`'s median at the same thread count (log scale, below 1 = faster than seq), with the
+//!   distribution-free 95 % interval of the median as whiskers.
+//!
+//! Every panel colours by scheduler with the same colour per scheduler ([`scheduler_colour`]),
+//! every axis is labelled, and a kernel whose problem grows with the thread count (recorded by
+//! the sweep as `<kernel>.weak_scaling`) says so in its titles.
 //!
 //! The figure is drawn from the report's statistics, not recomputed: the box spans p25–p75, the
 //! bar inside is the median, the whiskers reach p5 and p95 — the same numbers the tables print.
-//! The time axis is logarithmic because schedulers differ by orders of magnitude (a thread per task
-//! against work stealing). Only the SVG backend of plotters is used, with its built-in font metrics,
-//! so no system font library is needed; the SVG viewer renders the text.
+//! Text is measured (SVG) and rasterised (PNG) with the DejaVu Sans font embedded in the binary
+//! (`assets/`, with its licence), so no system font library is needed.
+
+use std::path::Path;
+use std::sync::Once;
 
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use thiserror::Error;
 
+use crate::export::text_grid::format_seconds;
 use crate::results::{Cell, Report};
 use crate::stats::Summary;
 
 /// Width of the whole figure in pixels.
-const WIDTH: u32 = 1400;
+const WIDTH: u32 = 1800;
 /// Height of one kernel's row of panels in pixels.
-const ROW_HEIGHT: u32 = 440;
+const ROW_HEIGHT: u32 = 460;
 /// Half the width of a box, in category units (a category is 1 wide).
 const BOX_HALF_WIDTH: f64 = 0.3;
+/// The scheduler every comparison is normalised to.
+const BASELINE: &str = "seq";
+
+/// The font of every figure: DejaVu Sans (free licence in `assets/DejaVuSans-LICENSE.txt`).
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+
+/// Registers the embedded font as plotters' `sans-serif`; every figure calls this before drawing.
+pub(crate) fn ensure_font() {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        // The embedded font is a valid TrueType file; should a future plotters reject it, text
+        // would fail to draw and that error is reported by the drawing call itself.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+}
 
 /// Why a report cannot be drawn.
 #[derive(Debug, Error)]
@@ -49,6 +75,26 @@ struct Point<'a> {
     speedup: Option<f64>,
 }
 
+/// The colour of a scheduler in every figure: its position among the known schedulers, so that
+/// `rayon` has the same colour in every panel and every report.
+///
+/// ```
+/// use parbench_cli::plot::scheduler_colour;
+/// assert_eq!(scheduler_colour("rayon"), scheduler_colour("rayon"));
+/// assert_ne!(scheduler_colour("rayon"), scheduler_colour("tree"));
+/// ```
+pub fn scheduler_colour(scheduler: &str) -> RGBAColor {
+    let index = parbench_kernels::ExecutorKind::ALL
+        .iter()
+        .position(|kind| kind.name() == scheduler)
+        .unwrap_or_else(|| {
+            // Unknown names (a report from a newer version) still get a stable colour.
+            parbench_kernels::ExecutorKind::ALL.len()
+                + scheduler.bytes().map(usize::from).sum::<usize>() % 16
+        });
+    Palette99::pick(index).to_rgba()
+}
+
 /// Draws `report` as an SVG document.
 ///
 /// ```
@@ -62,27 +108,68 @@ struct Point<'a> {
 /// ```
 pub fn render_svg(report: &Report) -> Result<String, PlotError> {
     let points = measured_points(report)?;
+    let height = ROW_HEIGHT * kernels_of(&points).len() as u32;
+    let mut svg = String::new();
+    {
+        ensure_font();
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        draw_figure(&root, report, &points)?;
+    }
+    Ok(svg)
+}
+
+/// Draws `report` as a PNG image at `path`.
+///
+/// # Errors
+/// As [`render_svg`], and [`PlotError::Draw`] when the file cannot be written.
+pub fn render_png(report: &Report, path: &Path) -> Result<(), PlotError> {
+    let points = measured_points(report)?;
+    let height = ROW_HEIGHT * kernels_of(&points).len() as u32;
+    ensure_font();
+    let root = BitMapBackend::new(path, (WIDTH, height)).into_drawing_area();
+    draw_figure(&root, report, &points)
+}
+
+fn kernels_of<'a>(points: &[Point<'a>]) -> Vec<&'a str> {
     let mut kernels: Vec<&str> = Vec::new();
-    for point in &points {
+    for point in points {
         if !kernels.contains(&point.kernel) {
             kernels.push(point.kernel);
         }
     }
-    let height = ROW_HEIGHT * kernels.len() as u32;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(draw_error)?;
-        let rows = root.split_evenly((kernels.len(), 1));
-        for (kernel, row) in kernels.iter().zip(&rows) {
-            let cells: Vec<&Point> = points.iter().filter(|p| p.kernel == *kernel).collect();
-            let (left, right) = row.split_horizontally(WIDTH * 3 / 5);
-            draw_boxes(&left, kernel, &cells)?;
-            draw_speedup(&right, kernel, &cells)?;
-        }
-        root.present().map_err(draw_error)?;
+    kernels
+}
+
+fn draw_figure<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    report: &Report,
+    points: &[Point],
+) -> Result<(), PlotError> {
+    root.fill(&WHITE).map_err(draw_error)?;
+    let kernels = kernels_of(points);
+    let rows = root.split_evenly((kernels.len(), 1));
+    for (kernel, row) in kernels.iter().zip(&rows) {
+        let cells: Vec<&Point> = points.iter().filter(|p| p.kernel == *kernel).collect();
+        let weak = report
+            .metadata
+            .settings
+            .get(&format!("{kernel}.weak_scaling"))
+            .is_some_and(|v| v == "true");
+        let heading = if weak {
+            format!("{kernel} — weak scaling: problem grows with threads")
+        } else {
+            (*kernel).to_owned()
+        };
+        let row = row
+            .titled(&heading, ("sans-serif", 20))
+            .map_err(draw_error)?;
+        let (left, rest) = row.split_horizontally(WIDTH * 2 / 5);
+        let (middle, right) = rest.split_horizontally(WIDTH / 4);
+        draw_boxes(&left, "time per run", &cells)?;
+        draw_speedup(&middle, "speed-up over seq", &cells)?;
+        draw_comparison(&right, "time relative to seq, per thread count", &cells)?;
     }
-    Ok(svg)
+    root.present().map_err(draw_error)
 }
 
 fn required_label<'a>(cell: &'a Cell, name: &'static str) -> Result<&'a str, PlotError> {
@@ -119,21 +206,44 @@ fn measured_points(report: &Report) -> Result<Vec<Point<'_>>, PlotError> {
     Ok(points)
 }
 
-/// Box plots of run times, one box per cell in measurement order, coloured by thread count.
-fn draw_boxes(
-    area: &DrawingArea<SVGBackend, Shift>,
-    kernel: &str,
+/// `summary` with every time replaced by its base-10 logarithm, for a log axis drawn as a linear
+/// axis of exponents: plotters' own log axis can end up with no tick labels at all on a narrow
+/// range (a kernel whose cells all lie within one decade), this one always has them.
+fn log10_summary(s: &Summary) -> Summary {
+    let log = |x: f64| x.max(1e-15).log10();
+    Summary {
+        mean: log(s.mean),
+        median: log(s.median),
+        ci95_low: s.ci95_low.map(log),
+        ci95_high: s.ci95_high.map(log),
+        min: log(s.min),
+        max: log(s.max),
+        p5: log(s.p5),
+        p25: log(s.p25),
+        p75: log(s.p75),
+        p95: log(s.p95),
+        median_ci95_low: s.median_ci95_low.map(log),
+        median_ci95_high: s.median_ci95_high.map(log),
+        ..s.clone()
+    }
+}
+
+/// A padded range of exponents around `low..high` (already log10), at least 0.2 decades wide.
+fn padded_log_range(low: f64, high: f64) -> std::ops::Range<f64> {
+    let centre = (low + high) / 2.0;
+    let half = ((high - low) / 2.0).max(0.1) * 1.15;
+    centre - half..centre + half
+}
+
+/// Box plots of run times, one box per cell in measurement order, coloured by scheduler.
+fn draw_boxes<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
     cells: &[&Point],
 ) -> Result<(), PlotError> {
-    let low = cells
-        .iter()
-        .map(|c| c.summary.min)
-        .fold(f64::INFINITY, f64::min);
-    let high = cells.iter().map(|c| c.summary.max).fold(0.0, f64::max);
-    // A log axis needs a positive, non-empty range; pad by a factor so that extreme boxes stay
-    // visible.
-    let low = (low * 0.8).max(1e-12);
-    let high = (high * 1.25).max(low * 2.0);
+    let logs: Vec<Summary> = cells.iter().map(|c| log10_summary(c.summary)).collect();
+    let low = logs.iter().map(|s| s.min).fold(f64::INFINITY, f64::min);
+    let high = logs.iter().map(|s| s.max).fold(f64::NEG_INFINITY, f64::max);
     let names: Vec<String> = cells
         .iter()
         .map(|c| format!("{} ×{}", c.scheduler, c.threads))
@@ -146,11 +256,11 @@ fn draw_boxes(
         names.get(index as usize).cloned().unwrap_or_default()
     };
     let mut chart = ChartBuilder::on(area)
-        .caption(format!("{kernel}: time per run"), ("sans-serif", 20))
+        .caption(title, ("sans-serif", 16))
         .margin(10)
-        .x_label_area_size(110)
+        .x_label_area_size(120)
         .y_label_area_size(80)
-        .build_cartesian_2d(-0.5..cells.len() as f64 - 0.5, (low..high).log_scale())
+        .build_cartesian_2d(-0.5..cells.len() as f64 - 0.5, padded_log_range(low, high))
         .map_err(draw_error)?;
     chart
         .configure_mesh()
@@ -162,16 +272,21 @@ fn draw_boxes(
                 .into_font()
                 .transform(FontTransform::Rotate90),
         )
-        .y_desc("seconds (log)")
-        .y_label_formatter(&|y| format!("{y:.1e}"))
+        .x_desc("scheduler × threads")
+        .axis_desc_style(("sans-serif", 14))
+        .y_labels(8)
+        .y_desc("time per run (log scale)")
+        .y_label_formatter(&|y| format_seconds(10f64.powf(*y)))
         .draw()
         .map_err(draw_error)?;
-    let thread_counts = distinct_threads(cells);
-    for (index, cell) in cells.iter().enumerate() {
-        let x = index as f64;
-        let s = cell.summary;
-        let colour = thread_colour(&thread_counts, cell.threads);
-        draw_box(&mut chart, x, s, colour, false)?;
+    for (index, (cell, log)) in cells.iter().zip(&logs).enumerate() {
+        draw_box(
+            &mut chart,
+            index as f64,
+            log,
+            scheduler_colour(cell.scheduler),
+            false,
+        )?;
     }
     Ok(())
 }
@@ -179,8 +294,8 @@ fn draw_boxes(
 /// One box at `x`: p25–p75 filled in `colour`, the median as a bar, whiskers at p5 and p95; with
 /// `mean_with_ci`, also the mean as a dot with its 95 % confidence interval as an error bar (the
 /// INNCABS study's box plots). Shared by every figure that draws run-time distributions.
-pub(crate) fn draw_box<Y>(
-    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, Y>>,
+pub(crate) fn draw_box<DB: DrawingBackend, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, Y>>,
     x: f64,
     s: &Summary,
     colour: RGBAColor,
@@ -231,9 +346,9 @@ where
 }
 
 /// Speed-up over `seq` against threads, a line per scheduler, the ideal speed-up dashed.
-fn draw_speedup(
-    area: &DrawingArea<SVGBackend, Shift>,
-    kernel: &str,
+fn draw_speedup<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
     cells: &[&Point],
 ) -> Result<(), PlotError> {
     let max_threads = cells.iter().map(|c| c.threads).max().unwrap_or(1);
@@ -243,10 +358,10 @@ fn draw_speedup(
         .fold(max_threads as f64, f64::max)
         * 1.1;
     let mut chart = ChartBuilder::on(area)
-        .caption(format!("{kernel}: speed-up over seq"), ("sans-serif", 20))
+        .caption(title, ("sans-serif", 16))
         .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(50)
+        .x_label_area_size(50)
+        .y_label_area_size(60)
         .build_cartesian_2d(0.5..max_threads as f64 + 0.5, 0.0..top)
         .map_err(draw_error)?;
     chart
@@ -269,7 +384,7 @@ fn draw_speedup(
             schedulers.push(cell.scheduler);
         }
     }
-    for (index, scheduler) in schedulers.iter().enumerate() {
+    for scheduler in &schedulers {
         let mut line: Vec<(f64, f64)> = cells
             .iter()
             .filter(|c| c.scheduler == *scheduler)
@@ -279,7 +394,7 @@ fn draw_speedup(
             continue;
         }
         line.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let colour = Palette99::pick(index).to_rgba();
+        let colour = scheduler_colour(scheduler);
         chart
             .draw_series(LineSeries::new(line.clone(), colour.stroke_width(2)))
             .map_err(draw_error)?
@@ -298,19 +413,142 @@ fn draw_speedup(
         .map_err(draw_error)
 }
 
-fn distinct_threads(cells: &[&Point]) -> Vec<usize> {
+/// Per thread count, one bar per scheduler: its median time over `seq`'s median at the same
+/// thread count (or, failing that, on one thread), on a log scale around 1, with the 95 % interval
+/// of the median as whiskers. Below the dashed line at 1 a scheduler is faster than `seq`.
+fn draw_comparison<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    cells: &[&Point],
+) -> Result<(), PlotError> {
     let mut threads: Vec<usize> = cells.iter().map(|c| c.threads).collect();
     threads.sort_unstable();
     threads.dedup();
-    threads
-}
-
-fn thread_colour(thread_counts: &[usize], threads: usize) -> RGBAColor {
-    let index = thread_counts
+    let mut schedulers: Vec<&str> = Vec::new();
+    for cell in cells {
+        if cell.scheduler != BASELINE && !schedulers.contains(&cell.scheduler) {
+            schedulers.push(cell.scheduler);
+        }
+    }
+    let baseline = |threads: usize| {
+        let find = |t: usize| {
+            cells
+                .iter()
+                .find(|c| c.scheduler == BASELINE && c.threads == t)
+                .map(|c| c.summary.median)
+        };
+        find(threads).or_else(|| find(1))
+    };
+    // (group, slot, log10 ratio, log10 whisker low, log10 whisker high, scheduler)
+    let mut bars = Vec::new();
+    for (group, &t) in threads.iter().enumerate() {
+        let Some(seq) = baseline(t).filter(|&m| m > 0.0) else {
+            continue;
+        };
+        for (slot, scheduler) in schedulers.iter().enumerate() {
+            let Some(cell) = cells
+                .iter()
+                .find(|c| c.scheduler == *scheduler && c.threads == t)
+            else {
+                continue;
+            };
+            let s = cell.summary;
+            let log = |x: f64| (x / seq).max(1e-12).log10();
+            bars.push((
+                group,
+                slot,
+                log(s.median),
+                s.median_ci95_low.map(log),
+                s.median_ci95_high.map(log),
+                *scheduler,
+            ));
+        }
+    }
+    let low = bars.iter().map(|b| b.3.unwrap_or(b.2)).fold(0.0, f64::min);
+    let high = bars.iter().map(|b| b.4.unwrap_or(b.2)).fold(0.0, f64::max);
+    let group_labels: Vec<String> = threads
         .iter()
-        .position(|&t| t == threads)
-        .unwrap_or(0);
-    Palette99::pick(index).to_rgba()
+        .map(|&t| format!("{t} thread{}", if t == 1 { "" } else { "s" }))
+        .collect();
+    let group_label = |x: &f64| {
+        let index = x.round();
+        if (x - index).abs() > 0.01 || index < 0.0 {
+            return String::new();
+        }
+        group_labels
+            .get(index as usize)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(50)
+        .y_label_area_size(70)
+        .build_cartesian_2d(
+            -0.5..threads.len() as f64 - 0.5,
+            padded_log_range(low, high),
+        )
+        .map_err(draw_error)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(threads.len())
+        .x_label_formatter(&group_label)
+        .x_desc("thread count (bars: schedulers; whiskers: 95 % CI of the median)")
+        .y_labels(8)
+        .y_desc("median time / seq median (log; < 1 = faster)")
+        .y_label_formatter(&|y| format!("{:.2}", 10f64.powf(*y)))
+        .draw()
+        .map_err(draw_error)?;
+    chart
+        .draw_series(DashedLineSeries::new(
+            [(-0.5, 0.0), (threads.len() as f64 - 0.5, 0.0)],
+            6,
+            4,
+            BLACK.mix(0.6).into(),
+        ))
+        .map_err(draw_error)?;
+    let width = 0.8 / schedulers.len().max(1) as f64;
+    let mut legend_done: Vec<&str> = Vec::new();
+    for (group, slot, value, whisker_low, whisker_high, scheduler) in bars {
+        let left = group as f64 - 0.4 + slot as f64 * width;
+        let (x0, x1) = (left + width * 0.1, left + width * 0.9);
+        let colour = scheduler_colour(scheduler);
+        let series = chart
+            .draw_series([Rectangle::new([(x0, 0.0), (x1, value)], colour.filled())])
+            .map_err(draw_error)?;
+        if !legend_done.contains(&scheduler) {
+            legend_done.push(scheduler);
+            series.label(scheduler).legend(move |(x, y)| {
+                Rectangle::new([(x, y - 5), (x + 14, y + 5)], colour.filled())
+            });
+        }
+        if let (Some(lo), Some(hi)) = (whisker_low, whisker_high) {
+            let centre = (x0 + x1) / 2.0;
+            let cap = (x1 - x0) / 4.0;
+            chart
+                .draw_series([
+                    PathElement::new(vec![(centre, lo), (centre, hi)], BLACK.stroke_width(1)),
+                    PathElement::new(
+                        vec![(centre - cap, lo), (centre + cap, lo)],
+                        BLACK.stroke_width(1),
+                    ),
+                    PathElement::new(
+                        vec![(centre - cap, hi), (centre + cap, hi)],
+                        BLACK.stroke_width(1),
+                    ),
+                ])
+                .map_err(draw_error)?;
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(draw_error)
 }
 
 #[cfg(test)]
@@ -351,10 +589,71 @@ mod tests {
     fn svg_has_a_row_of_panels_per_kernel_and_names_every_scheduler() {
         let svg = render_svg(&sweep_report()).unwrap();
         assert!(svg.contains(&format!("height=\"{}\"", 2 * ROW_HEIGHT)));
-        assert!(svg.contains("reduce: time per run"));
-        assert!(svg.contains("scan: speed-up over seq"));
-        assert!(svg.contains("tree ×2"));
-        assert!(svg.contains("ideal"), "legend names the ideal line");
+        for text in [
+            "\nreduce\n",
+            "\nscan\n",
+            "time per run",
+            "speed-up over seq",
+            "time relative to seq, per thread count",
+            "tree ×2",
+            "ideal",
+        ] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+    }
+
+    #[test]
+    fn every_axis_is_labelled_with_ticks_even_on_a_narrow_range() {
+        // All times within 10 % of each other: a plain log axis would print no tick at all.
+        let svg = render_svg(&sweep_report()).unwrap();
+        for axis in [
+            "scheduler × threads",
+            "time per run (log scale)",
+            "\nthreads\n",
+            "speed-up (median seq / median)",
+            "median time / seq median (log; &lt; 1 = faster)",
+        ] {
+            assert!(svg.contains(axis), "axis title {axis} missing");
+        }
+        assert!(
+            svg.matches(" ms\n").count() >= 4,
+            "time ticks in ms on both box panels"
+        );
+    }
+
+    #[test]
+    fn a_scheduler_has_one_colour_in_every_panel() {
+        let svg = render_svg(&sweep_report()).unwrap();
+        let tree = scheduler_colour("tree");
+        let fill = format!("fill=\"#{:02X}{:02X}{:02X}\"", tree.0, tree.1, tree.2);
+        // Its boxes (two kernels), its bars (two kernels) and its legend swatches.
+        assert!(svg.matches(&fill).count() >= 4, "{fill}");
+        assert_ne!(scheduler_colour("seq"), tree);
+    }
+
+    #[test]
+    fn weak_scaling_kernels_say_so_in_their_heading() {
+        let mut report = sweep_report();
+        report
+            .metadata
+            .settings
+            .insert("scan.weak_scaling".into(), "true".into());
+        let svg = render_svg(&report).unwrap();
+        assert!(svg.contains("scan — weak scaling: problem grows with threads"));
+        assert!(!svg.contains("reduce — weak scaling"));
+    }
+
+    #[test]
+    fn png_is_a_real_image() {
+        let path = std::env::temp_dir().join(format!("parbench-plot-{}.png", std::process::id()));
+        render_png(&sweep_report(), &path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        // Width and height from the IHDR chunk.
+        let width = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+        let height = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+        assert_eq!((width, height), (WIDTH, 2 * ROW_HEIGHT));
     }
 
     #[test]

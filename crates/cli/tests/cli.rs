@@ -262,7 +262,27 @@ fn plot_draws_an_svg_from_sweep_results() {
     assert!(output.status.success(), "{}", stderr(&output));
     let svg = fs::read_to_string(&figure).expect("svg written");
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-    assert!(svg.contains("reduce: time per run"));
+    assert!(svg.contains("\nreduce\n") && svg.contains("time per run"));
+
+    // PNG by extension or by --format; a contradicting --format is one line, exit 2.
+    let png = scratch("figure.png");
+    let output = cli(&[
+        "plot",
+        results.to_str().unwrap(),
+        "-o",
+        png.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    let output = cli(&[
+        "plot",
+        results.to_str().unwrap(),
+        "-o",
+        png.to_str().unwrap(),
+        "--format",
+        "svg",
+    ]);
+    assert_bad_input(&output, &["--format svg", "figure.png"]);
 }
 
 #[test]

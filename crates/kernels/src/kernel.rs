@@ -41,6 +41,21 @@ pub trait Kernel: Sync {
     fn small_params(&self) -> &'static [(&'static str, &'static str)] {
         &[]
     }
+    /// Whether, with `params`, the problem grows with the thread count (weak scaling), so that
+    /// times at different thread counts are of different problem sizes. Default: no.
+    ///
+    /// ```
+    /// use parbench_kernels::{find_kernel, Params};
+    /// let spmv = find_kernel("spmv-balanced")?;
+    /// assert!(spmv.weak_scaling(&Params::new())); // rows = threads × 2^9
+    /// assert!(!spmv.weak_scaling(&Params::new().with("rows", "1000")));
+    /// assert!(!find_kernel("reduce")?.weak_scaling(&Params::new()));
+    /// # Ok::<(), parbench_kernels::KernelError>(())
+    /// ```
+    fn weak_scaling(&self, params: &Params) -> bool {
+        let _ = params;
+        false
+    }
     /// Builds the input for a run on `threads` threads (some default sizes scale with it).
     ///
     /// # Errors

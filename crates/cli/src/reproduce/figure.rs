@@ -61,6 +61,7 @@ pub fn box_plot_svg(title: &str, y_desc: &str, items: &[BoxItem]) -> Result<Stri
     let x_range = -0.5..items.len() as f64 - 0.5;
     let mut svg = String::new();
     {
+        crate::plot::ensure_font();
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(draw_error)?;
         let mut builder = ChartBuilder::on(&root);
@@ -167,6 +168,7 @@ pub fn line_chart_svg(
     let y_low = if y_low >= 0.0 { 0.0 } else { y_low * 1.1 };
     let mut svg = String::new();
     {
+        crate::plot::ensure_font();
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(draw_error)?;
         let x_pad = ((x_high - x_low) * 0.05).max(0.5);

@@ -139,6 +139,12 @@ impl Kernel for Spmv {
         &[("width", "512"), ("rows", "100"), ("density", "0.1")]
     }
 
+    fn weak_scaling(&self, params: &Params) -> bool {
+        // Generated matrices default to threads × 2^9 rows; a file or explicit rows are fixed.
+        matches!(params.get_path(self, "matrix"), Ok(None))
+            && matches!(params.get_str(self, "rows"), Ok(""))
+    }
+
     fn prepare(
         &self,
         params: &Params,
