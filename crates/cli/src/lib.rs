@@ -8,7 +8,8 @@
 //!
 //! Beyond sweeps, each further command is one module of wiring around a library crate:
 //! [`locks`] (lock throughput and fairness, `parbench-atomics`, reported through the same
-//! statistics and exporters), [`topology`], [`profile`] and [`map`] (`parbench-mapper`).
+//! statistics and exporters), [`topology`], [`profile`] and [`map`] (`parbench-mapper`), and
+//! [`corun`] (unmodified programs run together, their threads mapped and pinned from outside).
 //!
 //! The data model in [`results`] is generic — a cell is labels, raw samples, metrics and derived
 //! statistics — so that further commands reuse statistics and exports unchanged.

@@ -306,6 +306,34 @@ mod tests {
     }
 
     #[test]
+    fn oversubscribed_smt_cores_each_get_both_programs() {
+        // Two programs of four threads on 2 cores × 2 PUs (8 threads, 4 PUs): every PU takes two
+        // threads and each core holds two fp and two int threads, never one program alone.
+        let t = Topology::synthetic("pack:1 core:2 pu:2").unwrap();
+        let fp = InstructionMix::new([(InstrClass::Fp, 1.0)]);
+        let int = InstructionMix::new([(InstrClass::Int, 1.0)]);
+        let mut roster = Roster::new(&t, Algorithm::InstructionAware, vec![fp, int]);
+        let threads: Vec<(usize, Pid, Pid)> = (0..8)
+            .map(|i| (i / 4, 100 * (1 + i as Pid / 4), 1000 + i as Pid))
+            .collect();
+        roster.update(&threads, Duration::ZERO).unwrap();
+        let plan = roster.plan();
+        for core in t.cores() {
+            let cpus: Vec<usize> = core.pus.iter().map(|&pu| t.pus()[pu].os_index).collect();
+            let on_core: Vec<Pid> = plan
+                .iter()
+                .filter(|(_, cpu)| cpus.contains(&cpu.unwrap()))
+                .map(|(tid, _)| *tid)
+                .collect();
+            let fps = on_core.iter().filter(|&&tid| tid < 1004).count();
+            assert_eq!((on_core.len(), fps), (4, 2), "core {cpus:?}: {plan:?}");
+        }
+        for cpu in 0..4 {
+            assert_eq!(plan.iter().filter(|(_, c)| *c == Some(cpu)).count(), 2);
+        }
+    }
+
+    #[test]
     fn os_plans_no_pins_and_synthetic_topologies_pin_nothing() {
         let t = Topology::synthetic("core:2 pu:1").unwrap();
         let mut roster = Roster::new(&t, Algorithm::Os, vec![InstructionMix::default()]);
