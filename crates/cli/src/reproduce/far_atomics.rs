@@ -54,7 +54,7 @@ fn lse_llsc_unavailable() -> Option<String> {
 
 /// The round parameters at a scale: philosophers, bites, eat time.
 fn round_size(scale: Scale) -> (usize, usize, usize) {
-    scale.pick((8, 20, 1000), (96, 100, 1000), (96, 1_000_000, 1000))
+    scale.pick((8, 20, 1000), (96, 300, 1000), (96, 1_000_000, 1000))
 }
 
 impl Study for FarAtomics {
@@ -75,7 +75,7 @@ impl Study for FarAtomics {
         match scale {
             Scale::Tiny => format!("{common}; small search inputs, 2 runs per cell"),
             Scale::Default => format!(
-                "{common} (the study: 96 × 1M bites), 20 runs per round cell; search kernels at their default sizes (qap n = 10, floorplan-10, nqueens 10) with the study's 100 runs"
+                "{common} (the study: 96 × 1M bites); search kernels at their default sizes (qap n = 10, floorplan-10, nqueens 10); the study's 100 runs per cell"
             ),
             Scale::Full => format!("{common}, 100 runs per cell, nqueens 12"),
         }
@@ -84,7 +84,7 @@ impl Study for FarAtomics {
     fn run(&self, run: &mut StudyRun) -> Result<StudyReport, CliError> {
         let scale = run.scale;
         let runs = run.runs(2, 100, 100);
-        let round_runs = run.runs(2, 20, 100);
+        let round_runs = run.runs(2, 100, 100);
         let warmup = scale.pick(0, 3, 5);
         let threads = cores();
         let backends = backends();
@@ -176,7 +176,7 @@ impl Study for FarAtomics {
             measured,
             sections: vec![
                 Section {
-                    heading: "Search kernels: mean time with CI95, threads created and system-time share per run".into(),
+                    heading: "Search kernels: mean time with CI95, threads created and system-time share per run (getrusage, whole process, tick-sampled: meaningful for runs of many ms)".into(),
                     body: search_table(&search),
                 },
                 Section {
