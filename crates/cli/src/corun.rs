@@ -46,7 +46,7 @@ pub const COMMAND_SEPARATOR: &str = ":::";
 /// ```
 #[derive(Debug, Args)]
 pub struct CorunArgs {
-    /// instruction-aware, round-robin, compact, scatter or os.
+    /// instruction-aware, algorithm1[:CLASS], round-robin (= compact), os-index, scatter or os.
     #[arg(long, value_name = "NAME", default_value = "instruction-aware")]
     pub algorithm: String,
     /// A profile of one of the commands (`profile --output P.json -- CMD`), matched by its
@@ -56,7 +56,7 @@ pub struct CorunArgs {
     /// Run the commands under several algorithms in turn and compare their system times.
     #[arg(long)]
     pub compare: bool,
-    /// Algorithms for --compare [default: all five; `os` is always included].
+    /// Algorithms for --compare [default: every named one; `os` is always included].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub algorithms: Option<Vec<String>>,
     /// Runs per algorithm with --compare.
@@ -260,8 +260,8 @@ fn is_interrupted(stop: &AtomicBool) -> bool {
 /// ```
 /// use parbench_cli::corun::compared_algorithms;
 /// let names: Vec<String> = compared_algorithms(Some(&["compact".into()]))?.iter().map(|a| a.to_string()).collect();
-/// assert_eq!(names, ["compact", "os"]);
-/// assert_eq!(compared_algorithms(None)?.len(), 5);
+/// assert_eq!(names, ["round-robin", "os"]);
+/// assert_eq!(compared_algorithms(None)?.len(), parbench_mapper::Algorithm::NAMED.len());
 /// # Ok::<(), parbench_cli::error::CliError>(())
 /// ```
 pub fn compared_algorithms(names: Option<&[String]>) -> Result<Vec<Algorithm>, CliError> {

@@ -180,8 +180,8 @@ fn late_threads_are_caught_and_every_thread_ends_where_the_mapping_put_it() {
     };
     let path = scratch("corun-late.json");
     let path_text = path.to_str().unwrap();
-    // Command 1 runs longer, so when command 0 exits its threads are re-mapped and the final
-    // pins are held long enough to be seen.
+    // Command 0: 2 threads at once, one more after 250 ms, all until 1000 ms; command 1: 1 at
+    // once, one after 150 ms, until 1300 ms. Between about 0.25 s and 1.0 s all 7 threads run.
     let (code, out, err, observations) = corun_watched(&[
         "corun",
         "--algorithm",
@@ -194,7 +194,7 @@ fn late_threads_are_caught_and_every_thread_ends_where_the_mapping_put_it() {
         program,
         "2",
         "250",
-        "900",
+        "1000",
         ":::",
         program,
         "1",
@@ -214,26 +214,44 @@ fn late_threads_are_caught_and_every_thread_ends_where_the_mapping_put_it() {
         assert_eq!(commands[index]["threads_seen"], threads, "{out}");
     }
     let threads = report["threads"].as_array().unwrap();
-    let late: Vec<&Value> = threads
-        .iter()
-        .filter(|t| t["first_seen_s"].as_f64().unwrap() >= 0.14)
-        .collect();
-    assert_eq!(late.len(), 2, "one late thread per command: {threads:?}");
-    assert!(
-        late.iter().all(|t| t["cpu"].is_u64()),
-        "late threads pinned: {late:?}"
-    );
+    let tid = |t: &Value| t["tid"].as_i64().unwrap() as Pid;
+    let first_seen = |t: &Value| t["first_seen_s"].as_f64().unwrap();
+    // A command's late thread has its largest TID and cannot exist before LATE_AFTER_MS after
+    // corun started it, so it was caught late — and pinned, and seen pinned from outside.
+    for (command, late_after) in [(0, 0.25), (1, 0.15)] {
+        let mine: Vec<&Value> = threads.iter().filter(|t| t["command"] == command).collect();
+        let late = mine.iter().max_by_key(|t| tid(t)).unwrap();
+        assert!(first_seen(late) >= late_after, "late thread {late}");
+        assert!(late["cpu"].is_u64(), "late thread not pinned: {late}");
+    }
     assert_eq!(assert_pins_seen_from_outside(&report, &observations), 7);
-    // The survivor's threads were re-mapped when command 0 left; outside saw the final pins last.
-    for thread in threads.iter().filter(|t| t["command"] == 1) {
-        let tid = thread["tid"].as_i64().unwrap() as Pid;
-        let last = observations[&tid].last().unwrap();
+    // With all 7 threads running, round-robin puts thread i (commands in order, then in order of
+    // arrival) on the i-th PU in topology order, modulo the PU count.
+    let topology = parbench_mapper::Topology::this_system().unwrap();
+    let cpus: Vec<usize> = topology.pus().iter().map(|pu| pu.os_index).collect();
+    let mut order: Vec<&Value> = threads.iter().collect();
+    order.sort_by(|a, b| {
+        (a["command"].as_u64(), first_seen(a), tid(a))
+            .partial_cmp(&(b["command"].as_u64(), first_seen(b), tid(b)))
+            .unwrap()
+    });
+    let probe = 0.7; // all 7 threads alive
+    for (position, thread) in order.iter().enumerate() {
+        let held = thread["pins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p[0].as_f64().unwrap() <= probe)
+            .last()
+            .map(|p| p[1].as_u64().unwrap() as usize);
         assert_eq!(
-            last,
-            &vec![thread["cpu"].as_u64().unwrap() as usize],
-            "thread {tid}"
+            held,
+            Some(cpus[position % cpus.len()]),
+            "thread {} at {probe} s: {report}",
+            tid(thread)
         );
     }
+    // Threads came and went: the first mapping, each arrival, each departure.
     assert!(report["remaps"].as_u64().unwrap() >= 3, "{report}");
     assert_no_process_left(&report);
 }

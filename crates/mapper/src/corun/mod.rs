@@ -9,7 +9,8 @@
 //!    for each command's processes — its process group, plus descendants that left it — and
 //!    their threads (`/proc/PID/task`), so threads and child processes created late are seen.
 //! 3. A [`Roster`] maps all threads of all commands together over the machine's topology
-//!    ([`Algorithm::map_sharing`]: instruction-aware, round-robin, compact, scatter or `os`)
+//!    ([`Algorithm::map_sharing`]: instruction-aware, the study's Algorithm 1, round-robin,
+//!    os-index, scatter or `os`)
 //!    whenever a thread appears or disappears, and pins with `sched_setaffinity` the threads whose
 //!    CPU changed.
 //! 4. When a command's leader exits, its exit status and wall time are recorded and anything it
@@ -552,4 +553,102 @@ pub fn map_running(
     let mut roster = Roster::new(topology, algorithm, mixes);
     roster.update(&alive, Duration::ZERO)?;
     Ok(roster.threads())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quiet(algorithm: Algorithm) -> CorunOptions {
+        CorunOptions {
+            algorithm,
+            output: ChildOutput::Null,
+            poll: Duration::from_millis(5),
+            ..CorunOptions::default()
+        }
+    }
+
+    fn sh(script: &str) -> CommandSpec {
+        CommandSpec::new(vec!["sh".into(), "-c".into(), script.into()])
+    }
+
+    fn group_members(pgid: Pid) -> Vec<Pid> {
+        all_processes()
+            .into_iter()
+            .filter(|p| p.pgrp == pgid && p.state != 'Z')
+            .map(|p| p.pid)
+            .collect()
+    }
+
+    #[test]
+    fn the_timeout_stops_every_command_and_says_so() {
+        let topology = Topology::this_system().unwrap();
+        let options = CorunOptions {
+            timeout: Some(Duration::from_millis(200)),
+            ..quiet(Algorithm::RoundRobin)
+        };
+        let stop = AtomicBool::new(false);
+        let report = corun(&topology, &[sh("sleep 30 & sleep 30")], &options, &stop).unwrap();
+        assert_eq!(report.stopped, Some(StopReason::Timeout));
+        assert_eq!(
+            report.commands[0].status,
+            CommandStatus::Signalled {
+                signal: libc::SIGTERM,
+                stopped_by: Some(StopReason::Timeout)
+            }
+        );
+        assert!(report.system_time_s < 5.0, "{report}");
+        assert!(group_members(report.commands[0].pid.unwrap()).is_empty());
+    }
+
+    #[test]
+    fn what_a_command_leaves_in_its_group_is_killed_when_it_exits() {
+        let topology = Topology::this_system().unwrap();
+        let stop = AtomicBool::new(false);
+        // The shell exits at once, leaving a background sleep in its process group.
+        let commands = [sh("sleep 30 & sleep 0.2; exit 0")];
+        let report = corun(&topology, &commands, &quiet(Algorithm::Os), &stop).unwrap();
+        let outcome = &report.commands[0];
+        assert_eq!(outcome.status, CommandStatus::Exited { code: 0 });
+        assert_eq!(outcome.leftovers_killed, 1, "{report}");
+        assert_eq!(outcome.processes_seen, 3, "{report}"); // sh and both sleeps
+                                                           // `os` pins nothing.
+        assert!(report
+            .threads
+            .iter()
+            .all(|t| t.cpu.is_none() && t.pins.is_empty()));
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !group_members(outcome.pid.unwrap()).is_empty() {
+            assert!(Instant::now() < deadline, "the leftover sleep survived");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_set_stop_flag_stops_at_once_and_planned_topologies_are_refused() {
+        let topology = Topology::this_system().unwrap();
+        let stop = AtomicBool::new(true);
+        let report = corun(
+            &topology,
+            &[sh("sleep 30")],
+            &quiet(Algorithm::Scatter),
+            &stop,
+        )
+        .unwrap();
+        assert_eq!(report.stopped, Some(StopReason::Interrupted));
+        let planned = Topology::synthetic("core:2 pu:2").unwrap();
+        assert!(matches!(
+            corun(&planned, &[sh("true")], &quiet(Algorithm::Scatter), &stop),
+            Err(CorunError::NotThisSystem { .. })
+        ));
+        assert!(matches!(
+            corun(
+                &topology,
+                &[CommandSpec::new(Vec::new())],
+                &quiet(Algorithm::Os),
+                &stop
+            ),
+            Err(CorunError::EmptyCommand { index: 0 })
+        ));
+    }
 }

@@ -4,7 +4,7 @@
 //! the set changed — a thread appeared or one is gone — it maps *all* current threads again with
 //! [`Algorithm::map_sharing`] and re-pins only the threads whose CPU changed. Threads are
 //! ordered by program, then by when they were first seen, so a program's team keeps
-//! consecutive positions (what round-robin and compact assume) and a late thread goes last.
+//! consecutive positions (what round-robin assumes) and a late thread goes last.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -296,7 +296,7 @@ mod tests {
             assert_eq!(programs.len(), 2);
             assert_ne!(programs[0], programs[1], "core {cpus:?}: {plan:?}");
         }
-        // Compact instead keeps each program on one core.
+        // Round-robin instead keeps each program on one core.
         let mut compact = Roster::new(&t, Algorithm::RoundRobin, vec![fp, int]);
         compact.update(&threads, Duration::ZERO).unwrap();
         assert_eq!(
