@@ -255,12 +255,17 @@ pub fn median(values: &[f64]) -> Option<f64> {
     Some(percentile_sorted(&sorted, 50.0))
 }
 
+/// The smallest difference between round medians, as a fraction, that can make a cell unstable.
+pub const UNSTABLE_MIN_SPREAD: f64 = 0.05;
+
 /// How a cell's rounds (each in its own process) agree with each other.
 ///
 /// A sweep with `--rounds R` measures every cell in R child processes. The spread of the per-round
 /// medians is the between-process variation a single process's confidence interval cannot show.
 /// A cell is *unstable* when two rounds' distribution-free 95 % intervals of the median
-/// ([`median_ci95_sorted`]) do not overlap: the rounds disagree by more than their own noise.
+/// ([`median_ci95_sorted`]) do not overlap — the rounds disagree by more than their own noise —
+/// and the round medians differ by at least [`UNSTABLE_MIN_SPREAD`] (a nearly deterministic
+/// cell can have disjoint intervals 0.3 % apart, which no reader needs to be warned about).
 ///
 /// ```
 /// use parbench_cli::stats::RoundSpread;
@@ -280,12 +285,15 @@ pub struct RoundSpread {
     pub max: f64,
     /// `(max − min) / min`: how far the rounds differ, as a fraction.
     pub spread: f64,
-    /// Lower end of the 95 % Student-t interval of the round medians' mean (R − 1 degrees of
-    /// freedom); `None` with fewer than two rounds.
+    /// Lower end of the 95 % Student-t interval of the round medians' centre (R − 1 degrees of
+    /// freedom), computed on the log scale and exponentiated (times are positive and vary by
+    /// factors, so the interval is geometric and never negative); `None` with fewer than two
+    /// rounds.
     pub ci95_low: Option<f64>,
     /// Upper end of that interval.
     pub ci95_high: Option<f64>,
-    /// Two rounds' 95 % intervals of the median do not overlap.
+    /// Two rounds' 95 % intervals of the median do not overlap, and `spread` is at least
+    /// [`UNSTABLE_MIN_SPREAD`].
     pub unstable: bool,
 }
 
@@ -299,12 +307,15 @@ impl RoundSpread {
             .collect::<Option<_>>()?;
         let medians: Vec<f64> = summaries.iter().map(|s| s.median).collect();
         let whole = Summary::from_samples(&medians)?;
-        let (ci95_low, ci95_high) = match whole.se {
-            Some(se) => {
+        let logs: Vec<f64> = medians.iter().map(|m| m.ln()).collect();
+        let (ci95_low, ci95_high) = match Summary::from_samples(&logs) {
+            Some(Summary {
+                mean, se: Some(se), ..
+            }) => {
                 let half = student_t95(medians.len() - 1) * se;
-                (Some(whole.mean - half), Some(whole.mean + half))
+                (Some((mean - half).exp()), Some((mean + half).exp()))
             }
-            None => (None, None),
+            _ => (None, None),
         };
         let highest_low = summaries
             .iter()
@@ -314,17 +325,18 @@ impl RoundSpread {
             .iter()
             .filter_map(|s| s.median_ci95_high)
             .fold(f64::INFINITY, f64::min);
+        let spread = if whole.min > 0.0 {
+            (whole.max - whole.min) / whole.min
+        } else {
+            0.0
+        };
         Some(RoundSpread {
             min: whole.min,
             max: whole.max,
-            spread: if whole.min > 0.0 {
-                (whole.max - whole.min) / whole.min
-            } else {
-                0.0
-            },
+            spread,
             ci95_low,
             ci95_high,
-            unstable: highest_low > lowest_high,
+            unstable: highest_low > lowest_high && spread >= UNSTABLE_MIN_SPREAD,
             medians,
         })
     }
@@ -587,19 +599,30 @@ mod tests {
     fn round_spread_reports_medians_interval_and_instability() {
         let round = |offset: f64| -> Vec<f64> { (0..10).map(|i| offset + f64::from(i)).collect() };
         let (a, b, c) = (round(100.0), round(101.0), round(102.0));
-        // Medians 104.5, 105.5, 106.5: mean 105.5, SD 1, SE 1/√3, t(0.975, 2) = 4.3027.
         let spread = RoundSpread::from_rounds(&[&a, &b, &c]).unwrap();
         assert_eq!(spread.medians, [104.5, 105.5, 106.5]);
         assert_eq!((spread.min, spread.max), (104.5, 106.5));
         assert!(close(spread.spread, 2.0 / 104.5));
+        // Medians 1, e, e² (rounds of identical samples): logs 0, 1, 2, mean 1, SD 1, SE 1/√3,
+        // t(0.975, 2) = 4.3027, so the interval is e^(1 ± 4.3027/√3).
+        let e = std::f64::consts::E;
+        let geometric = RoundSpread::from_rounds(&[&[1.0; 3], &[e; 3], &[e * e; 3]]).unwrap();
         let half = 4.3027 / 3f64.sqrt();
-        assert!(close(spread.ci95_low.unwrap(), 105.5 - half));
-        assert!(close(spread.ci95_high.unwrap(), 105.5 + half));
+        assert!(close(geometric.ci95_low.unwrap(), (1.0 - half).exp()));
+        assert!(close(geometric.ci95_high.unwrap(), (1.0 + half).exp()));
+        assert!(
+            geometric.ci95_low.unwrap() > 0.0,
+            "a geometric interval is positive"
+        );
         // Round intervals [101, 108], [102, 109], [103, 110] overlap: stable.
         assert!(!spread.unstable);
-        // A round whose interval [112, 119] lies above [101, 108]: unstable.
+        // A round whose interval [112, 119] lies above [101, 108], 10.5 % apart: unstable.
         let far = round(111.0);
         assert!(RoundSpread::from_rounds(&[&a, &far]).unwrap().unstable);
+        // Disjoint but only 1 % apart (almost no noise within a round): not worth a warning.
+        let tight = |m: f64| -> Vec<f64> { (0..10).map(|i| m + 1e-4 * f64::from(i)).collect() };
+        let near = RoundSpread::from_rounds(&[&tight(100.0), &tight(101.0)]).unwrap();
+        assert!(!near.unstable && near.spread < UNSTABLE_MIN_SPREAD);
         assert!(RoundSpread::from_rounds(&[&a, &[]]).is_none());
         let one = RoundSpread::from_rounds(&[&a]).unwrap();
         assert_eq!((one.ci95_low, one.unstable), (None, false));

@@ -193,7 +193,7 @@ fn unstable_note(label_names: &[String], cell: &Cell, spread: &RoundSpread) -> S
     let medians: Vec<String> = spread.medians.iter().map(|&m| format_seconds(m)).collect();
     let interval = match (spread.ci95_low, spread.ci95_high) {
         (Some(low), Some(high)) => format!(
-            "; 95 % CI of the round medians {}–{}",
+            "; 95 % CI of their centre {}–{}",
             format_seconds(low),
             format_seconds(high)
         ),
