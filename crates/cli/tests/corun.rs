@@ -241,8 +241,7 @@ fn late_threads_are_caught_and_every_thread_ends_where_the_mapping_put_it() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|p| p[0].as_f64().unwrap() <= probe)
-            .last()
+            .rfind(|p| p[0].as_f64().unwrap() <= probe)
             .map(|p| p[1].as_u64().unwrap() as usize);
         assert_eq!(
             held,
