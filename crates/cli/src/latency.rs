@@ -347,6 +347,8 @@ pub struct LatencySetup {
     pub pin: bool,
     /// Record per-worker counters under load ([`crate::under_load`]).
     pub counters: bool,
+    /// Kernel runs per request (1 for `latency`; see [`KernelService::repeated`]).
+    pub runs_per_request: usize,
 }
 
 /// One placement's curve and, per measured load (same order as `curve.points`), the counters its
@@ -393,8 +395,10 @@ pub fn measure_curves(
             .then(|| CounterSet::for_this_machine(plan.worker_cpus.len()));
         let mut workers: Vec<Box<dyn Service>> = Vec::new();
         for worker in 0..plan.worker_cpus.len() {
-            let service: Box<dyn Service> =
-                Box::new(KernelService::new(setup.kernel.prepare(&setup.params, 1)?));
+            let service: Box<dyn Service> = Box::new(KernelService::repeated(
+                setup.kernel.prepare(&setup.params, 1)?,
+                setup.runs_per_request,
+            ));
             workers.push(match &counters {
                 Some(set) => set.wrap(worker, service),
                 None => service,
@@ -468,6 +472,7 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
         plans,
         pin: !args.no_pin,
         counters: args.counters,
+        runs_per_request: 1,
     };
     for note in &notes {
         eprintln!("{note}");

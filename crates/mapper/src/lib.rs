@@ -16,7 +16,10 @@
 //!   generalised), round-robin, compact, scatter, random, OS.
 //! - [`contention`](mod@contention) — a model scoring how much co-located threads' mixes overlap.
 //! - [`report`] — printable/serialisable results for the CLI (`map`).
-//! - [`scenarios`] — the study's co-scheduling scenarios A/B/C measured on real siblings.
+//! - [`scenarios`] — the study's co-scheduling scenarios A/B/C measured on real siblings, per
+//!   kernel with repetitions and a geometric mean.
+//! - [`mapping_runs`] — whole mappings measured on real siblings (gain of one algorithm over
+//!   another).
 //! - [`tasks`] — processes and threads of running programs through `/proc`, and their affinity.
 //! - [`corun`](mod@corun) — runs unmodified programs together, finds every thread they start and
 //!   keeps all of them mapped and pinned; also maps an already running process.
@@ -36,6 +39,7 @@
 pub mod contention;
 pub mod corun;
 pub mod mapping;
+pub mod mapping_runs;
 pub mod mix;
 pub mod perf;
 pub mod report;
@@ -45,6 +49,7 @@ pub mod topology;
 
 pub use contention::{contention, overlap, ContentionScore};
 pub use mapping::{declared_kernel_mixes, threads_in_blocks, Algorithm, MapError, Mapping};
+pub use mapping_runs::{gain_percent, run_mappings, MappingOutcome, MappingRun, MappingRunError};
 pub use mix::{nas_like_mixes, smt_bench_mixes, InstrClass, InstructionMix, NamedMix};
 pub use report::{
     compare_on_model, map_report, study_report, AlgorithmScore, MapReport, ModelComparison,

@@ -436,6 +436,19 @@ fn run_pinned(
     runs: &[(usize, &Workload<'_>)],
     window: Duration,
 ) -> Result<Vec<f64>, ScenarioError> {
+    let placed: Vec<(Option<usize>, &Workload<'_>)> = runs
+        .iter()
+        .map(|&(cpu, workload)| (Some(cpu), workload))
+        .collect();
+    run_placed(&placed, window)
+}
+
+/// Runs each workload on its own thread, pinned to its CPU when one is given (`None`: the OS
+/// places it), all starting together; returns ops per second each.
+pub(crate) fn run_placed(
+    runs: &[(Option<usize>, &Workload<'_>)],
+    window: Duration,
+) -> Result<Vec<f64>, ScenarioError> {
     let start_line = Barrier::new(runs.len());
     std::thread::scope(|scope| {
         let handles: Vec<_> = runs
@@ -443,10 +456,10 @@ fn run_pinned(
             .map(|&(cpu, workload)| {
                 let start_line = &start_line;
                 scope.spawn(move || {
-                    let pinned = pin_current_thread(cpu);
+                    let pinned = cpu.is_none_or(pin_current_thread);
                     // Wait even when pinning failed, so the other threads are not left blocked.
                     start_line.wait();
-                    if !pinned {
+                    if let (false, Some(cpu)) = (pinned, cpu) {
                         return Err(ScenarioError::Pin { cpu });
                     }
                     let started = Instant::now();

@@ -35,6 +35,7 @@ pub mod pthreads;
 pub mod published;
 pub mod report;
 pub mod scheduler;
+pub mod smt_mapping;
 pub mod tail_latency;
 
 use published::PublishedData;
@@ -75,7 +76,7 @@ static STUDIES: &[&dyn Study] = &[
     &far_atomics::FarAtomics,
     &tail_latency::TailLatencyStudy,
     &pthreads::PthreadsStudy,
-    &pending::SMT_MAPPING,
+    &smt_mapping::SmtMappingStudy,
     &scheduler::SchedulerStudy,
 ];
 

@@ -36,9 +36,3 @@ impl Study for PendingStudy {
         )))
     }
 }
-
-/// The SMT instruction-aware mapping study.
-pub static SMT_MAPPING: PendingStudy = PendingStudy {
-    name: "smt-mapping",
-    published: include_str!("../../data/published/smt-mapping.json"),
-};

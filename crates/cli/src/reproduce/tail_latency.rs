@@ -45,6 +45,12 @@ fn time_factor(scale: Scale) -> f64 {
     scale.pick(0.002, 0.1, 1.0)
 }
 
+/// Service time a request is made to take: well above the server's own per-request cost
+/// (queue, wake-up; tens of µs), as TailBench's requests are.
+fn target_service_s(scale: Scale) -> f64 {
+    scale.pick(50e-6, 250e-6, 250e-6)
+}
+
 impl Study for TailLatencyStudy {
     fn name(&self) -> &'static str {
         "tail-latency"
@@ -65,10 +71,12 @@ impl Study for TailLatencyStudy {
             _ => SERVICES.len(),
         };
         format!(
-            "{services} kernel service(s) instead of TailBench's applications; {loads} loads per placement \
+            "{services} kernel service(s) instead of TailBench's applications (a request = as many runs of \
+             the kernel's small size as make ≈ {} µs of service); {loads} loads per placement \
              (fractions of one worker's measured capacity); warm-up = {}·QPS and measurement = 3 × warm-up \
              requests, i.e. TailBench's rule with {} s instead of 16 s of arrivals per load (factor {factor}); \
              placements single, cores and smt (smt only where SMT siblings exist)",
+            target_service_s(scale) * 1e6,
             4.0 * factor,
             16.0 * factor
         )
@@ -97,15 +105,18 @@ impl Study for TailLatencyStudy {
         for name in services {
             let kernel = find_kernel(name)?;
             let params = Params::small(kernel);
-            let service_s = median_service_time(kernel, &params, scale.pick(5, 31, 101))?;
+            let run_s = median_service_time(kernel, &params, scale.pick(5, 31, 101))?;
+            // A request of several runs: a service time well above the server's per-request cost.
+            let runs_per_request = ((target_service_s(scale) / run_s).ceil() as usize).max(1);
+            let service_s = run_s * runs_per_request as f64;
             let capacity = 1.0 / service_s;
             let loads: Vec<f64> = fractions
                 .iter()
                 .map(|f| (f * capacity).round().max(1.0))
                 .collect();
             run.note(&format!(
-                "  {name}: median service time {:.1} µs (capacity of one worker ≈ {capacity:.0} QPS); loads {loads:?}",
-                service_s * 1e6
+                "  {name}: {runs_per_request} run(s) of {:.1} µs per request (capacity of one worker ≈ {capacity:.0} QPS); loads {loads:?}",
+                run_s * 1e6
             ));
             let setup = LatencySetup {
                 kernel,
@@ -126,6 +137,7 @@ impl Study for TailLatencyStudy {
                 plans: plans.clone(),
                 pin: true,
                 counters: true,
+                runs_per_request,
             };
             let quiet = run.quiet;
             let curves = measure_curves(&setup, |plan, point, _, _| {
@@ -151,6 +163,7 @@ impl Study for TailLatencyStudy {
             outcomes.push(ServiceOutcome {
                 name,
                 service_s,
+                runs_per_request,
                 curves,
             });
         }
@@ -173,6 +186,7 @@ impl Study for TailLatencyStudy {
 struct ServiceOutcome {
     name: &'static str,
     service_s: f64,
+    runs_per_request: usize,
     curves: Vec<MeasuredCurve>,
 }
 
@@ -441,7 +455,8 @@ fn report(
     let mut sections = Vec::new();
     for outcome in outcomes {
         let mut body = format!(
-            "Median service time {:.1} µs. p95 sojourn time (ms) per offered load; `sat` marks a load that hit a bound.\n\n| QPS |",
+            "A request = {} run(s) of the kernel at its small size, median service time {:.1} µs. p95 sojourn time (ms) per offered load; `sat` marks a load that hit a bound.\n\n| QPS |",
+            outcome.runs_per_request,
             outcome.service_s * 1e6
         );
         for placement in &placements {

@@ -76,18 +76,40 @@ pub trait Service: Send {
 #[derive(Debug)]
 pub struct KernelService {
     prepared: Box<dyn PreparedKernel>,
+    runs_per_request: usize,
 }
 
 impl KernelService {
-    /// Serves requests by running `prepared` (prepared for one thread).
+    /// Serves requests by running `prepared` (prepared for one thread) once per request.
     pub fn new(prepared: Box<dyn PreparedKernel>) -> Self {
-        KernelService { prepared }
+        KernelService::repeated(prepared, 1)
+    }
+
+    /// Serves each request with `runs` back-to-back runs (at least one), to give a kernel whose
+    /// small size runs in microseconds a service time well above the server's own per-request
+    /// cost (queueing, wake-ups), as real request handlers have.
+    ///
+    /// ```
+    /// use parbench_kernels::latency::{KernelService, Service};
+    /// use parbench_kernels::{find_kernel, Params};
+    /// let matmul = find_kernel("matmul")?;
+    /// let mut service = KernelService::repeated(matmul.prepare(&Params::new().with("n", "8"), 1)?, 3);
+    /// service.serve()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn repeated(prepared: Box<dyn PreparedKernel>, runs: usize) -> Self {
+        KernelService {
+            prepared,
+            runs_per_request: runs.max(1),
+        }
     }
 }
 
 impl Service for KernelService {
     fn serve(&mut self) -> Result<(), LatencyError> {
-        self.prepared.run(&SeqExecutor::new())?;
+        for _ in 0..self.runs_per_request {
+            self.prepared.run(&SeqExecutor::new())?;
+        }
         Ok(())
     }
 }
