@@ -84,6 +84,10 @@ struct Point<'a> {
 /// assert_ne!(scheduler_colour("rayon"), scheduler_colour("tree"));
 /// ```
 pub fn scheduler_colour(scheduler: &str) -> RGBAColor {
+    if scheduler == BASELINE {
+        // The baseline in dark grey: the palette's pale pink for it was hard to see.
+        return RGBColor(70, 70, 70).to_rgba();
+    }
     let index = parbench_kernels::ExecutorKind::ALL
         .iter()
         .position(|kind| kind.name() == scheduler)
