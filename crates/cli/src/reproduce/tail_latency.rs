@@ -376,19 +376,28 @@ fn report(
             study_metrics.push((label, metrics));
         }
     }
-    let first_reason = outcomes
+    let unavailable: Vec<&parbench_mapper::perf::UnavailableEvent> = outcomes
         .iter()
         .flat_map(|o| &o.curves)
         .flat_map(|m| m.counters.iter().flatten())
         .flat_map(|p| p.unavailable.iter())
         .chain(not_on_this_cpu)
-        .map(|u| format!("{}: {}", u.event, u.reason))
-        .next()
-        .unwrap_or_default();
+        .collect();
+    let reason_of = |event: &str| {
+        unavailable
+            .iter()
+            .find(|u| u.event == event)
+            .or(unavailable.first())
+            .map(|u| format!("{}: {}", u.event, u.reason))
+            .unwrap_or_default()
+    };
+    let first_reason = reason_of("cycles");
     let metric_figure = |id: &str,
                          pick: &dyn Fn(&StudyMetrics) -> Option<f64>,
                          metric: &str,
+                         key_event: &str,
                          unit: &str| {
+        let first_reason = reason_of(key_event);
         let values: Vec<String> = study_metrics
             .iter()
             .filter_map(|(label, m)| pick(m).map(|v| format!("{label}: {v:.3}{unit}")))
@@ -415,18 +424,21 @@ fn report(
         "metric-memory-accesses",
         &|m| m.memory_accesses_per_us,
         "memory accesses",
+        "LLC-load-misses",
         " /µs",
     ));
     measured.push(metric_figure(
         "metric-hit-rate",
         &|m| m.l1_hit_rate,
         "L1 hit rate",
+        "MEM_LOAD_RETIRED.L1_HIT",
         "",
     ));
     measured.push(metric_figure(
         "metric-dispatch-stalls",
         &|m| m.dispatch_stall_fraction,
         "dispatch stalls",
+        "UOPS_EXECUTED.STALL_CYCLES",
         "",
     ));
     measured.push(MeasuredFigure {
@@ -569,5 +581,55 @@ fn report(
         sections,
         figures,
         results: std::mem::replace(&mut run.results, Report::new("reproduce", &RESULT_LABELS)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parbench_kernels::latency::{Curve, PointResult, RequestSample};
+    use parbench_mapper::perf::CpuFamily;
+
+    fn curve(saturation_qps: Option<f64>) -> MeasuredCurve {
+        let point = |qps: f64| {
+            let sample = RequestSample {
+                index: 0,
+                scheduled_ns: 0,
+                start_ns: 0,
+                end_ns: 1000,
+            };
+            PointResult::from_samples(qps, vec![sample], 0, None)
+        };
+        let profile = |qps: f64| Profile {
+            workload: qps.to_string(),
+            family: CpuFamily::Other,
+            threads: Vec::new(),
+            unavailable: Vec::new(),
+        };
+        MeasuredCurve {
+            curve: Curve {
+                placement: "single".into(),
+                points: vec![point(100.0), point(200.0), point(300.0)],
+                saturation_qps,
+            },
+            counters: vec![
+                Some(profile(100.0)),
+                Some(profile(200.0)),
+                Some(profile(300.0)),
+            ],
+        }
+    }
+
+    #[test]
+    fn the_critical_load_is_the_last_one_before_saturation() {
+        let saturated = curve(Some(300.0));
+        assert_eq!(
+            critical_point(&saturated).map(|(qps, p)| (qps, p.workload.clone())),
+            Some((200.0, "200".into()))
+        );
+        let never = curve(None);
+        assert_eq!(critical_point(&never).map(|(qps, _)| qps), Some(300.0));
+        // Saturated from the first load: no load before the knee.
+        assert!(critical_point(&curve(Some(100.0))).is_none());
     }
 }
