@@ -68,7 +68,8 @@ pub struct CorunArgs {
     /// Stop every command (SIGTERM, then SIGKILL) after this many seconds.
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Option<Duration>,
-    /// How often /proc is scanned for new and exited threads, in milliseconds.
+    /// How often /proc is scanned for new and exited threads after a change, in milliseconds
+    /// (the interval doubles up to 100 ms, or this value if larger, while nothing changes).
     #[arg(long, value_name = "MS", default_value_t = 10, value_parser = parse_positive)]
     pub poll_ms: usize,
     /// Also write the report(s) as JSON.
@@ -186,6 +187,7 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
     let mut options = CorunOptions {
         algorithm: args.algorithm.trim().parse()?,
         poll: Duration::from_millis(args.poll_ms as u64),
+        max_poll: Duration::from_millis(args.poll_ms.max(100) as u64),
         timeout: args.timeout,
         output: ChildOutput::Stderr,
         ..CorunOptions::default()

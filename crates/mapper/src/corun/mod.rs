@@ -5,7 +5,8 @@
 //!
 //! 1. [`corun`] starts every command in a process group of its own ([`launch`](self)), and
 //!    remembers when it started.
-//! 2. Every poll interval (and at once when a command exits, through a pidfd) it scans `/proc`
+//! 2. Every poll interval (10 ms after a change, doubling to 100 ms while nothing changes, and
+//!    at once when a command exits, through a pidfd) it scans `/proc`
 //!    for each command's processes — its process group, plus descendants that left it — and
 //!    their threads (`/proc/PID/task`), so threads and child processes created late are seen.
 //! 3. A [`Roster`] maps all threads of all commands together over the machine's topology
@@ -126,8 +127,12 @@ pub enum ChildOutput {
 pub struct CorunOptions {
     /// Mapping algorithm.
     pub algorithm: Algorithm,
-    /// How often `/proc` is scanned for new and exited threads.
+    /// How often `/proc` is scanned for new and exited threads right after a change; while
+    /// nothing changes the interval doubles up to `max_poll` (a scan reads every
+    /// `/proc/PID/stat`, so scanning fast all the time would cost the measured programs CPU).
     pub poll: Duration,
+    /// The longest interval between scans.
+    pub max_poll: Duration,
     /// Stop every command after this long.
     pub timeout: Option<Duration>,
     /// Time between `SIGTERM` and `SIGKILL` when stopping commands.
@@ -141,6 +146,7 @@ impl Default for CorunOptions {
         CorunOptions {
             algorithm: Algorithm::InstructionAware,
             poll: Duration::from_millis(10),
+            max_poll: Duration::from_millis(100),
             timeout: None,
             grace: Duration::from_millis(500),
             output: ChildOutput::Stderr,
@@ -401,6 +407,7 @@ pub fn corun(
         }
     }
     let mut stopped = None;
+    let mut interval = options.poll;
     loop {
         let finished_now = launched.reap();
         let processes = all_processes();
@@ -446,8 +453,12 @@ pub fn corun(
                 alive.extend(threads_of(pid).into_iter().map(|tid| (index, pid, tid)));
             }
         }
-        roster.update(&alive, start.elapsed())?;
-        launched.wait_any(options.poll);
+        interval = if roster.update(&alive, start.elapsed())? {
+            options.poll
+        } else {
+            (interval * 2).min(options.max_poll.max(options.poll))
+        };
+        launched.wait_any(interval);
     }
     // Every leader is reaped; threads still marked alive have exited with it.
     roster.update(&[], start.elapsed())?;

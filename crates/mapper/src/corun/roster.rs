@@ -218,7 +218,14 @@ impl<'t> Roster<'t> {
             }
             // Exited between the scan and the pin: the next scan drops it.
             Err(TaskError::Gone { .. }) => {}
-            Err(error) => self.failures.push(error.to_string()),
+            Err(error) => {
+                // One line per distinct failure: a refused CPU would otherwise repeat at every
+                // re-map.
+                let message = error.to_string();
+                if !self.failures.contains(&message) {
+                    self.failures.push(message);
+                }
+            }
         }
     }
 
