@@ -10,6 +10,10 @@
 //! dominate fine-grained kernels; [`parallel_for`] and [`parallel_sum`] are the per-index
 //! conveniences built on top.
 //!
+//! Loops that write an output slice use [`par_chunks_mut`]: each body gets its own `&mut` chunk,
+//! through the executor's native slice API (parbench-scheduler's and rayon's `par_chunks_mut`,
+//! scoped threads for `spawn`), so no kernel needs `unsafe` to write disjoint parts of a slice.
+//!
 //! Loops cannot fail, but the `spawn` executor may be refused a thread by the OS in the middle of
 //! one. It then runs that chunk on the calling thread (so the loop still covers its range) and keeps
 //! the error; kernels collect it with [`Executor::take_error`] after the timed section, so the cell
@@ -20,11 +24,13 @@ mod scheduler_pool;
 mod seq;
 mod spawn;
 
+use std::any::Any;
 use std::fmt;
 use std::io;
 use std::ops::Range;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use thiserror::Error;
 
@@ -86,6 +92,73 @@ pub trait Executor: Send + Sync {
     /// sorted), if this executor has one; `None` means "measure it through the loop".
     fn sched_time_probe(&self) -> Option<Vec<std::time::Duration>> {
         None
+    }
+    /// This executor as [`Any`], so that [`par_chunks_mut`] can reach its native slice API.
+    /// `None` (the default, for executors defined elsewhere) makes `par_chunks_mut` run through
+    /// [`Executor::for_chunks`] instead.
+    fn as_any(&self) -> Option<&dyn Any> {
+        None
+    }
+}
+
+/// Calls `body(k, chunk)` for every `chunk_len`-element chunk of `data` (the last may be shorter;
+/// a `chunk_len` of 0 acts as 1), in parallel on `exec`, each chunk exactly once.
+///
+/// The executors of this crate run it with their native slice API: parbench-scheduler's
+/// `par_chunks_mut_with` with the executor's strategy, rayon's `par_chunks_mut`, one scoped
+/// thread per block of chunks for `spawn`, a plain loop for `seq`. Any other executor gets it
+/// through its [`Executor::for_chunks`] over the chunk indices (one uncontended lock per chunk
+/// hands each chunk out).
+///
+/// ```
+/// use parbench_kernels::{par_chunks_mut, ExecutorKind, PinPolicy};
+///
+/// for kind in ExecutorKind::ALL {
+///     let exec = kind.build(2, PinPolicy::None)?;
+///     let mut v = vec![0usize; 10];
+///     par_chunks_mut(exec.as_ref(), &mut v, 3, |k, chunk| chunk.fill(k));
+///     assert_eq!(v, [0, 0, 0, 1, 1, 1, 2, 2, 2, 3], "{kind}");
+/// }
+/// # Ok::<(), parbench_kernels::ExecutorError>(())
+/// ```
+pub fn par_chunks_mut<T: Send>(
+    exec: &dyn Executor,
+    data: &mut [T],
+    chunk_len: usize,
+    body: impl Fn(usize, &mut [T]) + Sync,
+) {
+    let chunk_len = chunk_len.max(1);
+    if data.is_empty() {
+        return;
+    }
+    let native = exec.as_any();
+    if let Some(exec) = native.and_then(|any| any.downcast_ref::<SchedulerExecutor>()) {
+        exec.par_chunks_mut(data, chunk_len, &body);
+    } else if let Some(exec) = native.and_then(|any| any.downcast_ref::<RayonExecutor>()) {
+        exec.par_chunks_mut(data, chunk_len, &body);
+    } else if let Some(exec) = native.and_then(|any| any.downcast_ref::<SpawnExecutor>()) {
+        exec.par_chunks_mut(data, chunk_len, &body);
+    } else if native.is_some_and(|any| any.is::<SeqExecutor>()) {
+        for (k, chunk) in data.chunks_mut(chunk_len).enumerate() {
+            body(k, chunk);
+        }
+    } else {
+        let chunks: Vec<Mutex<Option<&mut [T]>>> = data
+            .chunks_mut(chunk_len)
+            .map(|chunk| Mutex::new(Some(chunk)))
+            .collect();
+        exec.for_chunks(0..chunks.len(), &|indices| {
+            for k in indices {
+                let chunk = chunks[k]
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                // `None` only if an executor broke its promise and handed out `k` twice.
+                if let Some(chunk) = chunk {
+                    body(k, chunk);
+                }
+            }
+        });
     }
 }
 

@@ -27,7 +27,6 @@
 
 #![warn(missing_docs)]
 
-mod disjoint;
 mod executor;
 pub mod input;
 mod kernel;
@@ -36,8 +35,8 @@ pub mod latency;
 mod registry;
 
 pub use executor::{
-    check_thread_count, parallel_for, parallel_sum, Executor, ExecutorError, ExecutorKind,
-    PinPolicy, RayonExecutor, SchedulerExecutor, SeqExecutor, SpawnExecutor,
+    check_thread_count, par_chunks_mut, parallel_for, parallel_sum, Executor, ExecutorError,
+    ExecutorKind, PinPolicy, RayonExecutor, SchedulerExecutor, SeqExecutor, SpawnExecutor,
 };
 pub use kernel::{Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport};
 pub use kernels::smt::{declared_class, InstrClass};

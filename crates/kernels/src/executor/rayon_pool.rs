@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 
 use rayon::iter::plumbing::{bridge_producer_consumer, Producer, UnindexedConsumer};
-use rayon::iter::{IntoParallelIterator, ParallelIterator};
+use rayon::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
+use rayon::slice::ParallelSliceMut;
 
 use super::{Executor, ExecutorError, ExecutorKind, PinPolicy};
 
@@ -106,6 +107,22 @@ impl RayonExecutor {
     }
 }
 
+impl RayonExecutor {
+    /// [`crate::par_chunks_mut`] with rayon's `par_chunks_mut`.
+    pub(crate) fn par_chunks_mut<T: Send>(
+        &self,
+        data: &mut [T],
+        chunk_len: usize,
+        body: &(impl Fn(usize, &mut [T]) + Sync),
+    ) {
+        self.pool.install(|| {
+            data.par_chunks_mut(chunk_len)
+                .enumerate()
+                .for_each(|(k, chunk)| body(k, chunk));
+        });
+    }
+}
+
 impl Executor for RayonExecutor {
     fn kind(&self) -> ExecutorKind {
         ExecutorKind::Rayon
@@ -113,6 +130,10 @@ impl Executor for RayonExecutor {
 
     fn threads(&self) -> usize {
         self.pool.current_num_threads()
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 
     fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {

@@ -97,6 +97,19 @@ impl SchedulerExecutor {
     }
 }
 
+impl SchedulerExecutor {
+    /// [`crate::par_chunks_mut`] on this pool with this executor's strategy.
+    pub(crate) fn par_chunks_mut<T: Send>(
+        &self,
+        data: &mut [T],
+        chunk_len: usize,
+        body: &(impl Fn(usize, &mut [T]) + Sync),
+    ) {
+        self.pool
+            .par_chunks_mut_with(&self.strategy, data, chunk_len, body);
+    }
+}
+
 impl Executor for SchedulerExecutor {
     fn kind(&self) -> ExecutorKind {
         self.kind
@@ -104,6 +117,10 @@ impl Executor for SchedulerExecutor {
 
     fn threads(&self) -> usize {
         self.pool.num_threads()
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 
     fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {

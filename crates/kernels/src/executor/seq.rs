@@ -34,6 +34,10 @@ impl Executor for SeqExecutor {
         1
     }
 
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
     fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
         if !range.is_empty() {
             body(range);

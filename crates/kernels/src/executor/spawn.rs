@@ -121,6 +121,71 @@ impl SpawnExecutor {
     }
 }
 
+impl SpawnExecutor {
+    /// Runs `run(block)` for every block: the first on the calling thread, each other one on a
+    /// thread of its own (or on the calling thread if the OS refuses it, keeping the error).
+    fn run_blocks<B: Send>(&self, blocks: Vec<B>, run: &(impl Fn(B) + Sync + ?Sized)) {
+        // Each block sits in a slot that exactly one thread empties: the thread started for it,
+        // or the calling thread if the OS refused that thread (its closure was dropped unrun).
+        let slots: Vec<Mutex<Option<B>>> =
+            blocks.into_iter().map(|b| Mutex::new(Some(b))).collect();
+        let take = |index: usize| {
+            slots[index]
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+        };
+        let run_slot = |index: usize| {
+            if let Some(block) = take(index) {
+                run(block);
+            }
+        };
+        if slots.len() <= 1 {
+            (0..slots.len()).for_each(run_slot);
+            return;
+        }
+        thread::scope(|scope| {
+            let mut handles = Vec::with_capacity(slots.len() - 1);
+            for index in 1..slots.len() {
+                match self.spawn_in(scope, index, move || run_slot(index)) {
+                    Ok(handle) => handles.push(handle),
+                    Err(error) => {
+                        self.keep_error(error);
+                        run_slot(index);
+                    }
+                }
+            }
+            run_slot(0);
+            handles.into_iter().for_each(join_propagating);
+        });
+    }
+
+    /// [`crate::par_chunks_mut`]: one block of whole chunks per thread.
+    pub(crate) fn par_chunks_mut<T: Send>(
+        &self,
+        data: &mut [T],
+        chunk_len: usize,
+        body: &(impl Fn(usize, &mut [T]) + Sync),
+    ) {
+        let chunks = 0..data.len().div_ceil(chunk_len);
+        let parts = self.threads.min(chunks.len());
+        let mut blocks = Vec::with_capacity(parts);
+        let mut rest = data;
+        for index in 0..parts {
+            let indices = block(&chunks, parts, index);
+            let elements = (indices.len() * chunk_len).min(rest.len());
+            let (head, tail) = rest.split_at_mut(elements);
+            blocks.push((indices.start, head));
+            rest = tail;
+        }
+        self.run_blocks(blocks, &|(first, part): (usize, &mut [T])| {
+            for (k, chunk) in part.chunks_mut(chunk_len).enumerate() {
+                body(first + k, chunk);
+            }
+        });
+    }
+}
+
 /// Joins a scoped thread, re-raising its panic on the joining thread.
 fn join_propagating<T>(handle: ScopedJoinHandle<'_, T>) -> T {
     handle
@@ -146,29 +211,18 @@ impl Executor for SpawnExecutor {
         self.threads
     }
 
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
     fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
         let parts = self.threads.min(range.len());
-        if parts <= 1 {
-            if !range.is_empty() {
-                body(range);
-            }
-            return;
-        }
-        thread::scope(|scope| {
-            let mut handles = Vec::with_capacity(parts - 1);
-            for index in 1..parts {
-                let chunk = block(&range, parts, index);
-                match self.spawn_in(scope, index, move || body(chunk)) {
-                    Ok(handle) => handles.push(handle),
-                    Err(error) => {
-                        self.keep_error(error);
-                        body(block(&range, parts, index));
-                    }
-                }
-            }
-            body(block(&range, parts, 0));
-            handles.into_iter().for_each(join_propagating);
-        });
+        self.run_blocks(
+            (0..parts)
+                .map(|index| block(&range, parts, index))
+                .collect(),
+            body,
+        );
     }
 
     fn join(
@@ -286,6 +340,18 @@ mod tests {
     extern "C" {
         #[link_name = "sched_getcpu"]
         fn libc_sched_getcpu() -> i32;
+    }
+
+    #[test]
+    fn refused_threads_still_write_every_chunk_once() {
+        let exec = SpawnExecutor::new(4).with_stack_size(1 << 60);
+        let mut v = vec![0usize; 103];
+        crate::par_chunks_mut(&exec, &mut v, 10, |k, chunk| {
+            chunk.iter_mut().for_each(|x| *x += k + 1)
+        });
+        let expected: Vec<usize> = (0..103).map(|i| i / 10 + 1).collect();
+        assert_eq!(v, expected);
+        assert!(matches!(exec.take_error(), Some(ExecutorError::Spawn(_))));
     }
 
     #[test]

@@ -4,8 +4,7 @@
 //! one. `B` is stored transposed so each `C[i][j]` is a dot product of two contiguous rows; entries
 //! are small integers, so the result is exact and compared bit for bit with a sequential reference.
 
-use crate::disjoint::DisjointSlice;
-use crate::executor::Executor;
+use crate::executor::{par_chunks_mut, Executor};
 use crate::kernel::{
     timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport,
 };
@@ -81,21 +80,15 @@ impl PreparedKernel for PreparedMatmul {
     fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
         self.c.fill(f64::NAN);
         let (n, a, bt) = (self.n, &self.a, &self.b_transposed);
-        let c = DisjointSlice::new(&mut self.c);
+        let c = &mut self.c;
         let ((), elapsed) = timed(exec, || {
-            exec.for_chunks(0..n, &|rows| {
-                for i in rows {
-                    let a_row = &a[i * n..(i + 1) * n];
-                    exec.for_chunks(0..n, &|cols| {
-                        // SAFETY: row `i` belongs to one outer chunk and `cols` to one inner chunk,
-                        // so no two bodies get overlapping parts of C.
-                        let out = unsafe { c.range_mut(i * n + cols.start..i * n + cols.end) };
-                        for (slot, j) in out.iter_mut().zip(cols) {
-                            let b_col = &bt[j * n..(j + 1) * n];
-                            *slot = a_row.iter().zip(b_col).map(|(x, y)| x * y).sum();
-                        }
-                    });
-                }
+            // Rows of C in parallel, and inside each row its elements in parallel.
+            par_chunks_mut(exec, c, n, |i, c_row| {
+                let a_row = &a[i * n..(i + 1) * n];
+                par_chunks_mut(exec, c_row, 1, |j, slot| {
+                    let b_col = &bt[j * n..(j + 1) * n];
+                    slot[0] = a_row.iter().zip(b_col).map(|(x, y)| x * y).sum();
+                });
             });
         })?;
         if let Some(k) = (0..n * n).find(|&k| self.c[k] != self.expected[k]) {

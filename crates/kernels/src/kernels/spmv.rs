@@ -10,8 +10,7 @@
 
 use std::fs;
 
-use crate::disjoint::DisjointSlice;
-use crate::executor::Executor;
+use crate::executor::{par_chunks_mut, Executor};
 use crate::input::matrix_market::parse_matrix_market;
 use crate::input::InputError;
 use crate::kernel::{
@@ -179,12 +178,10 @@ impl PreparedKernel for PreparedSpmv {
     fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
         self.y.fill(f64::NAN);
         let (matrix, x) = (&self.matrix, &self.x);
-        let y = DisjointSlice::new(&mut self.y);
+        let y = &mut self.y;
         let ((), elapsed) = timed(exec, || {
-            exec.for_chunks(0..matrix.rows(), &|rows| {
-                // SAFETY: the executor hands out disjoint row ranges.
-                let out = unsafe { y.range_mut(rows.clone()) };
-                matrix.multiply_rows(x, rows, out);
+            par_chunks_mut(exec, y, 1, |row, out| {
+                matrix.multiply_rows(x, row..row + 1, out);
             });
         })?;
         let same = |a: f64, b: f64| a == b || (a.is_nan() && b.is_nan());

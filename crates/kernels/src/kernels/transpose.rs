@@ -7,8 +7,7 @@
 
 use std::ops::Range;
 
-use crate::disjoint::DisjointSlice;
-use crate::executor::Executor;
+use crate::executor::{par_chunks_mut, Executor};
 use crate::kernel::{
     timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport,
 };
@@ -24,7 +23,7 @@ impl Kernel for Transpose {
     }
 
     fn description(&self) -> &'static str {
-        "n × n matrix transpose in 16 × 16 blocks, nested loops over block rows and columns"
+        "n × n matrix transpose in 16 × 16 blocks, nested loops over the output's block rows and their tiles"
     }
 
     fn params(&self) -> &'static [ParamSpec] {
@@ -74,26 +73,29 @@ impl PreparedKernel for PreparedTranspose {
         self.output.fill(u32::MAX);
         let (n, input) = (self.n, &self.input);
         let blocks = n.div_ceil(BLOCK);
-        let output = DisjointSlice::new(&mut self.output);
+        let output = &mut self.output;
         let ((), elapsed) = timed(exec, || {
-            exec.for_chunks(0..blocks, &|block_rows| {
-                for bi in block_rows {
-                    exec.for_chunks(0..blocks, &|block_cols| {
-                        for bj in block_cols {
-                            let rows = block(bi, n);
-                            for j in block(bj, n) {
-                                // SAFETY: block (bi, bj) is the only writer of output row j in the
-                                // columns of block row bi; blocks come from disjoint loop chunks.
-                                let out = unsafe {
-                                    output.range_mut(j * n + rows.start..j * n + rows.end)
-                                };
-                                for (slot, i) in out.iter_mut().zip(rows.clone()) {
-                                    *slot = input[i * n + j];
-                                }
-                            }
-                        }
-                    });
+            // Output block row `bj` (rows j of block bj, contiguous) in parallel; inside it, its
+            // tiles (bj, bi) in parallel. Tile bi of the block row is the `bi`-th BLOCK-wide
+            // piece of each of its rows: gathered into `tiles`, grouped by tile.
+            par_chunks_mut(exec, output, BLOCK * n, |bj, block_row| {
+                let rows = block_row.len() / n;
+                let mut pieces: Vec<_> = block_row
+                    .chunks_mut(n)
+                    .map(|r| r.chunks_mut(BLOCK))
+                    .collect();
+                let mut tiles: Vec<&mut [u32]> = Vec::with_capacity(blocks * rows);
+                for _ in 0..blocks {
+                    tiles.extend(pieces.iter_mut().filter_map(Iterator::next));
                 }
+                par_chunks_mut(exec, &mut tiles, rows, |bi, tile| {
+                    let columns = block(bi, n);
+                    for (j, out) in block(bj, n).zip(tile.iter_mut()) {
+                        for (slot, i) in out.iter_mut().zip(columns.clone()) {
+                            *slot = input[i * n + j];
+                        }
+                    }
+                });
             });
         })?;
         if let Some(k) = (0..n * n).find(|&k| self.output[k] as usize != (k % n) * n + k / n) {
