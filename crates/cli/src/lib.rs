@@ -7,6 +7,7 @@
 //! from `parbench-kernels`.
 //!
 //! Beyond sweeps, each further command is one module of wiring around a library crate:
+//! [`reproduce`] (rerun a study's experiments and report them beside the published figures),
 //! [`locks`] (lock throughput and fairness, `parbench-atomics`, reported through the same
 //! statistics and exporters), [`topology`], [`profile`] and [`map`] (`parbench-mapper`), and
 //! [`corun`] (unmodified programs run together, their threads mapped and pinned from outside).
