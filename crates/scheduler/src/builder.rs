@@ -1,6 +1,8 @@
 //! Building a pool: [`ThreadPoolBuilder`], [`Pinning`] and [`Timespan`].
 
+use std::any::Any;
 use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread;
@@ -75,6 +77,10 @@ pub const CALIBRATION_RANGE: (Duration, Duration) =
     (Duration::from_micros(10), Duration::from_micros(500));
 
 type ThreadName = Box<dyn FnMut(usize) -> String>;
+/// A start or exit handler, shared by every worker.
+type ThreadHandler = Arc<dyn Fn(usize) + Send + Sync>;
+/// Where the panics of detached tasks go.
+pub(crate) type PanicHandler = Box<dyn Fn(Box<dyn Any + Send>) + Send + Sync>;
 
 /// Configures and builds a [`ThreadPool`], following rayon's `ThreadPoolBuilder`.
 ///
@@ -95,6 +101,9 @@ pub struct ThreadPoolBuilder {
     pinning: Pinning,
     spin_before_park: Duration,
     timespan: Timespan,
+    start_handler: Option<ThreadHandler>,
+    exit_handler: Option<ThreadHandler>,
+    panic_handler: Option<PanicHandler>,
 }
 
 impl Default for ThreadPoolBuilder {
@@ -115,6 +124,18 @@ impl fmt::Debug for ThreadPoolBuilder {
             .field("pinning", &self.pinning)
             .field("spin_before_park", &self.spin_before_park)
             .field("timespan", &self.timespan)
+            .field(
+                "start_handler",
+                &self.start_handler.as_ref().map(|_| "<closure>"),
+            )
+            .field(
+                "exit_handler",
+                &self.exit_handler.as_ref().map(|_| "<closure>"),
+            )
+            .field(
+                "panic_handler",
+                &self.panic_handler.as_ref().map(|_| "<closure>"),
+            )
             .finish()
     }
 }
@@ -135,6 +156,9 @@ impl ThreadPoolBuilder {
             pinning: Pinning::None,
             spin_before_park: DEFAULT_SPIN_BEFORE_PARK,
             timespan: Timespan::Calibrate,
+            start_handler: None,
+            exit_handler: None,
+            panic_handler: None,
         }
     }
 
@@ -222,6 +246,85 @@ impl ThreadPoolBuilder {
         self
     }
 
+    /// Calls `handler(i)` on worker `i` when it starts, before it runs any task (`build` returns
+    /// after every worker's start handler has returned). A panic in it goes to the
+    /// [`panic_handler`](Self::panic_handler) (else it is printed and dropped) and the worker
+    /// starts normally.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// let started = Arc::new(AtomicUsize::new(0));
+    /// let counter = Arc::clone(&started);
+    /// let pool = parbench_scheduler::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .start_handler(move |_index| {
+    ///         counter.fetch_add(1, Ordering::Relaxed);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(started.load(Ordering::Relaxed), 2);
+    /// # drop(pool);
+    /// ```
+    pub fn start_handler<H: Fn(usize) + Send + Sync + 'static>(mut self, handler: H) -> Self {
+        self.start_handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// Calls `handler(i)` on worker `i` when it exits (the pool was dropped and no work is left);
+    /// dropping the pool returns after every exit handler has returned. Panics are handled as in
+    /// [`start_handler`](Self::start_handler).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// let exited = Arc::new(AtomicUsize::new(0));
+    /// let counter = Arc::clone(&exited);
+    /// let pool = parbench_scheduler::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .exit_handler(move |_index| {
+    ///         counter.fetch_add(1, Ordering::Relaxed);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// drop(pool);
+    /// assert_eq!(exited.load(Ordering::Relaxed), 2);
+    /// ```
+    pub fn exit_handler<H: Fn(usize) + Send + Sync + 'static>(mut self, handler: H) -> Self {
+        self.exit_handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// Sends the panic payload of a task started with [`ThreadPool::spawn`],
+    /// [`ThreadPool::spawn_on`] or [`crate::spawn`] (and of start and exit handlers) to
+    /// `handler`, on the worker that ran it. Panics of parallel loops, `join`, `scope` and the
+    /// slice algorithms are not sent here: they propagate to their caller.
+    ///
+    /// Without a panic handler such a panic is printed by the panic hook and dropped; the worker
+    /// goes on (rayon aborts the process instead). A panic in the handler itself is dropped too.
+    ///
+    /// ```
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let tx = std::sync::Mutex::new(tx);
+    /// let pool = parbench_scheduler::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .panic_handler(move |payload| {
+    ///         let message = payload.downcast_ref::<&str>().copied().unwrap_or("?");
+    ///         tx.lock().unwrap().send(message.to_string()).unwrap();
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// pool.spawn(|| panic!("lost task"));
+    /// assert_eq!(rx.recv().unwrap(), "lost task");
+    /// ```
+    pub fn panic_handler<H>(mut self, handler: H) -> Self
+    where
+        H: Fn(Box<dyn Any + Send>) + Send + Sync + 'static,
+    {
+        self.panic_handler = Some(Box::new(handler));
+        self
+    }
+
     /// The number of threads this builder would create.
     fn resolved_num_threads(&self) -> usize {
         self.num_threads.unwrap_or_else(default_num_threads)
@@ -257,6 +360,9 @@ impl ThreadPoolBuilder {
         }
         let cpus = resolve_pinning(&self.pinning, num_threads)?;
         let (registry, deques) = Registry::new(num_threads, self.spin_before_park);
+        if let Some(handler) = self.panic_handler {
+            registry.set_panic_handler(handler);
+        }
         let registry = Arc::new(registry);
         let mut name = self.thread_name;
         let (started_tx, started_rx) = mpsc::channel();
@@ -273,13 +379,18 @@ impl ThreadPoolBuilder {
             let worker_registry = Arc::clone(&registry);
             let cpu = cpus.as_ref().map(|cpus| cpus[index]);
             let started = started_tx.clone();
+            let (start, exit) = (self.start_handler.clone(), self.exit_handler.clone());
             let spawned = builder.spawn(move || {
                 let pinned = cpu.is_none_or(|cpu| {
                     core_affinity::set_for_current(core_affinity::CoreId { id: cpu })
                 });
+                if pinned {
+                    run_handler(&worker_registry, start.as_deref(), index);
+                }
                 let _ = started.send((index, cpu, pinned));
                 if pinned {
                     worker_registry.worker_main(index, &deque);
+                    run_handler(&worker_registry, exit.as_deref(), index);
                 }
             });
             match spawned {
@@ -328,6 +439,19 @@ impl ThreadPoolBuilder {
     /// ```
     pub fn build_global(self) -> Result<(), BuildError> {
         crate::global::init(self)
+    }
+}
+
+/// Runs a start or exit handler on worker `index`, sending a panic to the pool's panic handler.
+fn run_handler(registry: &Registry, handler: Option<&(dyn Fn(usize) + Send + Sync)>, index: usize) {
+    let Some(handler) = handler else {
+        return;
+    };
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| handler(index))) {
+        if let Some(panic_handler) = registry.panic_handler() {
+            // Dropped if it panics too: the worker must start (or exit) either way.
+            let _ = panic::catch_unwind(AssertUnwindSafe(|| panic_handler(payload)));
+        }
     }
 }
 

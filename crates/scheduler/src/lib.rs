@@ -51,6 +51,7 @@
 
 #![warn(missing_docs)]
 
+mod broadcast;
 mod builder;
 mod capacity;
 mod error;
@@ -71,6 +72,7 @@ mod tune;
 
 use std::ops::Range;
 
+pub use broadcast::{BroadcastContext, broadcast};
 pub use builder::{
     CALIBRATION_BUDGET, CALIBRATION_RANGE, CALIBRATION_ROUNDS, DEFAULT_SPIN_BEFORE_PARK,
     NUM_THREADS_ENV, Pinning, ThreadPoolBuilder, Timespan,

@@ -1,12 +1,13 @@
 //! [`ThreadPool`]: the public face of a pool.
 
 use std::ops::Range;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::error::SpawnError;
-use crate::job::HeapJob;
+use crate::job::{HeapJob, JobRef};
 use crate::registry::Registry;
 use crate::scope::Scope;
 use crate::strategy::{Body, Strategy, run_loop};
@@ -107,8 +108,12 @@ impl ThreadPool {
     }
 
     /// Runs `task` on some worker, detached. From a worker it goes on that worker's own deque
-    /// (stealable); from outside, on the pool's injector. A panic in `task` is caught (the panic
-    /// hook has printed it) and the worker goes on.
+    /// (stealable); from anywhere else — including an outside thread inside a call or
+    /// [`install`](Self::install) of this pool — on the pool's injector.
+    ///
+    /// A panic in `task` goes to the builder's
+    /// [`panic_handler`](crate::ThreadPoolBuilder::panic_handler). Without one it is printed by
+    /// the panic hook and dropped, and the worker goes on (rayon aborts the process instead).
     ///
     /// ```
     /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
@@ -121,6 +126,7 @@ impl ThreadPool {
     }
 
     /// Runs `task` on worker `index` (or on a thread that steals it from that worker's inbox).
+    /// Panics are handled as in [`spawn`](Self::spawn).
     ///
     /// ```
     /// use parbench_scheduler::{SpawnError, ThreadPoolBuilder};
@@ -139,9 +145,7 @@ impl ThreadPool {
         if index >= num_threads {
             return Err(SpawnError::NoSuchThread { index, num_threads });
         }
-        // SAFETY: as in `spawn`.
-        let job = unsafe { HeapJob::into_job_ref(task) };
-        self.registry.push_to(index, job);
+        self.registry.push_to(index, detached_job(task));
         Ok(())
     }
 
@@ -350,17 +354,35 @@ impl ThreadPool {
     }
 }
 
-/// Spawns a detached task on `registry`: on the current worker's deque if the caller is inside
-/// this pool, else on the injector.
+/// Spawns a detached task on `registry`: on the current worker's deque if the caller is a worker
+/// of this pool, else on the injector. (An outside thread taking part in a call has a guest deque
+/// of its own, but only for the duration of the call: a detached task left there would be
+/// stranded once the call ends, so it goes to the injector.)
 pub(crate) fn spawn_in<F: FnOnce() + Send + 'static>(registry: &Registry, task: F) {
-    // SAFETY: `task` is 'static and the job is executed exactly once (the pool drains its queues
-    // before its workers exit).
-    let job = unsafe { HeapJob::into_job_ref(task) };
-    if registry.current_context_is_this() {
+    let job = detached_job(task);
+    if registry.current_thread_index().is_some() {
         crate::registry::with_current_ctx(|ctx| ctx.push_local_and_wake(job));
     } else {
         registry.inject(job);
     }
+}
+
+/// A job for a detached task whose panic goes to the pool's panic handler, if there is one.
+fn detached_job<F: FnOnce() + Send + 'static>(task: F) -> JobRef {
+    let run = move || {
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(task)) {
+            crate::registry::with_current_ctx(|ctx| {
+                if let Some(handler) = ctx.registry.panic_handler() {
+                    // A panicking handler is dropped like an unhandled panic (the hook printed
+                    // it): the worker must go on either way.
+                    let _ = panic::catch_unwind(AssertUnwindSafe(|| handler(payload)));
+                }
+            });
+        }
+    };
+    // SAFETY: `task` is 'static and the job is executed exactly once (the pool drains its queues
+    // before its workers exit).
+    unsafe { HeapJob::into_job_ref(run) }
 }
 
 impl Drop for ThreadPool {

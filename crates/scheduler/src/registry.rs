@@ -80,7 +80,11 @@ unsafe impl Sync for GuestSlot {}
 pub(crate) struct Registry {
     stealers: Vec<Stealer<JobRef>>,
     inboxes: Vec<Injector<JobRef>>,
+    /// Jobs only worker `i` may run (`broadcast`): nobody steals from these.
+    broadcasts: Vec<Injector<JobRef>>,
     injector: Injector<JobRef>,
+    /// Where panics of detached `spawn`s go (set once, by the builder).
+    panic_handler: std::sync::OnceLock<crate::builder::PanicHandler>,
     guests: Vec<GuestSlot>,
     /// Written on every call from outside, read by idle workers on every round: on a cache line
     /// of its own, so that it does not drag the read-mostly fields along.
@@ -114,7 +118,9 @@ impl Registry {
         let registry = Registry {
             stealers: deques.iter().map(Worker::stealer).collect(),
             inboxes: (0..num_threads).map(|_| Injector::new()).collect(),
+            broadcasts: (0..num_threads).map(|_| Injector::new()).collect(),
             injector: Injector::new(),
+            panic_handler: std::sync::OnceLock::new(),
             guests,
             active_guests: CachePadded::new(AtomicUsize::new(0)),
             sleep: Sleep::new(num_threads),
@@ -249,6 +255,22 @@ impl Registry {
         }
     }
 
+    /// Sends the panics of detached `spawn`s to `handler` (set at most once, before any spawn).
+    pub(crate) fn set_panic_handler(&self, handler: crate::builder::PanicHandler) {
+        let _ = self.panic_handler.set(handler);
+    }
+
+    /// The handler for panics of detached `spawn`s, if the builder set one.
+    pub(crate) fn panic_handler(&self) -> Option<&crate::builder::PanicHandler> {
+        self.panic_handler.get()
+    }
+
+    /// Hands `job` to worker `index` alone (no other thread takes it) and wakes it.
+    pub(crate) fn push_broadcast(&self, index: usize, job: JobRef) {
+        self.broadcasts[index].push(job);
+        self.sleep.wake(index);
+    }
+
     /// Submits `job` from outside any context.
     pub(crate) fn inject(&self, job: JobRef) {
         self.injector.push(job);
@@ -296,7 +318,9 @@ impl Registry {
 
     fn has_visible_work(&self, ctx: &WorkerCtx<'_>) -> bool {
         let own_inbox = match ctx.slot {
-            Slot::Worker(index) => !self.inboxes[index].is_empty(),
+            Slot::Worker(index) => {
+                !self.inboxes[index].is_empty() || !self.broadcasts[index].is_empty()
+            }
             Slot::Guest(_) => false,
         };
         if !ctx.deque.is_empty() || own_inbox || !self.injector.is_empty() {
@@ -438,6 +462,9 @@ impl<'r> WorkerCtx<'r> {
         let registry = self.registry;
         if let Slot::Worker(index) = self.slot {
             if let Some(job) = steal_from(|| registry.inboxes[index].steal()) {
+                return Some(job);
+            }
+            if let Some(job) = steal_from(|| registry.broadcasts[index].steal()) {
                 return Some(job);
             }
         }

@@ -1,0 +1,160 @@
+//! `install` (run a closure inside a pool) and `broadcast` (run a closure once on every worker).
+//!
+//! `install` enters the pool the way any parallel call does (`Registry::in_context`): the calling
+//! thread becomes a context of the pool for the duration of the closure, so the free functions
+//! called inside ([`crate::parallel_for`], [`crate::for_each_mut`], …) act on this pool, and the
+//! caller takes part in the work as the pool's stand-in for worker 0 — a pool of P threads still
+//! runs on P threads. (rayon moves the closure onto a worker instead; the observable difference
+//! is [`crate::current_thread_index`], which is `None` inside `install` from outside the pool.)
+//!
+//! `broadcast` queues one job per worker in a queue only that worker reads (no other thread may
+//! steal it), counts their completions on one completion node, and waits for it like a loop call;
+//! the caller helps with other work meanwhile. A worker runs its broadcast job when it next looks
+//! for work, so a worker stuck in a long task delays the broadcast (as in rayon).
+
+use std::any::Any;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Mutex;
+
+use crate::global::current_registry;
+use crate::latch::{CountNode, Latch};
+use crate::pool::ThreadPool;
+use crate::registry::Registry;
+use crate::strategy::{NodeRef, counted_job};
+
+/// Where a [`broadcast`](ThreadPool::broadcast) closure runs: which worker, out of how many.
+///
+/// ```
+/// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+/// let seen = pool.broadcast(|ctx| (ctx.index(), ctx.num_threads()));
+/// assert_eq!(seen, [(0, 3), (1, 3), (2, 3)]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BroadcastContext {
+    index: usize,
+    num_threads: usize,
+}
+
+impl BroadcastContext {
+    /// The index of the worker running the closure (also [`crate::current_thread_index`]).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The number of workers of the pool (how many times the closure runs).
+    pub fn num_threads(&self) -> usize {
+        self.num_threads
+    }
+}
+
+impl ThreadPool {
+    /// Runs `op` inside this pool and returns its result: parallel algorithms called by `op`
+    /// through the free functions ([`crate::for_each_mut`], [`crate::join`], …) use this pool
+    /// instead of the global one. From outside, the calling thread runs `op` itself and takes
+    /// part in the pool's work as its stand-in for worker 0; from a worker of this pool, `op` just
+    /// runs. A panic in `op` propagates.
+    ///
+    /// ```
+    /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    /// let threads = pool.install(|| {
+    ///     let mut v = vec![1u64; 1000];
+    ///     parbench_scheduler::for_each_mut(&mut v, |x| *x *= 2); // on `pool`
+    ///     assert_eq!(v.iter().sum::<u64>(), 2000);
+    ///     parbench_scheduler::current_num_threads()
+    /// });
+    /// assert_eq!(threads, 3);
+    /// ```
+    pub fn install<R: Send, OP: FnOnce() -> R + Send>(&self, op: OP) -> R {
+        self.registry().in_context(|_| op())
+    }
+
+    /// Runs `op` once on every worker of the pool and returns the results in worker order. Waits
+    /// for all of them; a panic in any of them propagates (after all have finished).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    /// let ran = AtomicUsize::new(0);
+    /// let indices = pool.broadcast(|ctx| {
+    ///     assert_eq!(parbench_scheduler::current_thread_index(), Some(ctx.index()));
+    ///     ran.fetch_add(1, Ordering::Relaxed);
+    ///     ctx.index()
+    /// });
+    /// assert_eq!((indices, ran.into_inner()), (vec![0, 1], 2));
+    /// ```
+    pub fn broadcast<R: Send, OP: Fn(BroadcastContext) -> R + Sync>(&self, op: OP) -> Vec<R> {
+        broadcast_in(self.registry(), &op)
+    }
+
+    /// The number of worker threads (rayon's name for [`num_threads`](Self::num_threads)).
+    ///
+    /// ```
+    /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    /// assert_eq!(pool.current_num_threads(), 2);
+    /// ```
+    pub fn current_num_threads(&self) -> usize {
+        self.num_threads()
+    }
+}
+
+/// [`ThreadPool::broadcast`] on the current pool (the one the calling thread works for or is
+/// installed into, else the global pool).
+///
+/// ```
+/// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+/// let n = pool.install(|| parbench_scheduler::broadcast(|ctx| ctx.num_threads()).len());
+/// assert_eq!(n, 2);
+/// ```
+pub fn broadcast<R: Send, OP: Fn(BroadcastContext) -> R + Sync>(op: OP) -> Vec<R> {
+    broadcast_in(current_registry(), &op)
+}
+
+fn broadcast_in<R: Send>(
+    registry: &Registry,
+    op: &(dyn Fn(BroadcastContext) -> R + Sync),
+) -> Vec<R> {
+    let num_threads = registry.num_threads();
+    let results: Vec<Mutex<Option<R>>> = (0..num_threads).map(|_| Mutex::new(None)).collect();
+    let first_panic: Mutex<Option<Box<dyn Any + Send>>> = Mutex::new(None);
+    registry.in_context(|ctx| {
+        let latch = Latch::new();
+        let root = CountNode::root(&latch);
+        let root_ref = NodeRef(&root);
+        for index in 0..num_threads {
+            root_ref.add(1);
+            let (results, first_panic) = (&results, &first_panic);
+            let work = move |_: &crate::registry::WorkerCtx<'_>| {
+                let context = BroadcastContext { index, num_threads };
+                // Caught here: the job must release its count whatever `op` does.
+                match panic::catch_unwind(AssertUnwindSafe(|| op(context))) {
+                    Ok(value) => {
+                        *results[index].lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
+                    }
+                    Err(payload) => {
+                        let mut first = first_panic.lock().unwrap_or_else(|e| e.into_inner());
+                        first.get_or_insert(payload);
+                    }
+                }
+            };
+            // SAFETY: the job holds the count just added; everything it borrows lives in this
+            // frame, which waits for the root latch (set only after every job completed).
+            let job = unsafe { counted_job(root_ref, work) };
+            registry.push_broadcast(index, job);
+        }
+        // SAFETY: the caller's own count of the root, released once.
+        unsafe { root_ref.complete() };
+        ctx.wait_for(&latch);
+    });
+    if let Some(payload) = first_panic.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        panic::resume_unwind(payload);
+    }
+    results
+        .into_iter()
+        .map(
+            |slot| match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                Some(value) => value,
+                None => unreachable!("a broadcast job completed without a result or a panic"),
+            },
+        )
+        .collect()
+}

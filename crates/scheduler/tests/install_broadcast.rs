@@ -1,0 +1,184 @@
+//! `install`, `broadcast`, `current_num_threads`, the builder's start/exit/panic handlers, and
+//! detached `spawn`s from outside callers inside a call (they must reach the pool).
+
+mod fixtures;
+
+use std::collections::BTreeSet;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use fixtures::{all_strategies, pool};
+use parbench_scheduler::ThreadPoolBuilder;
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+#[test]
+fn install_makes_free_functions_use_the_pool() {
+    let pool = pool(3);
+    let (threads, broadcast_len, workers) = pool.install(|| {
+        let workers = Mutex::new(BTreeSet::new());
+        let mut v = vec![0u8; 100_000];
+        parbench_scheduler::for_each_mut(&mut v, |_| {
+            if let Some(i) = parbench_scheduler::current_thread_index() {
+                workers.lock().unwrap().insert(i);
+            }
+        });
+        (
+            parbench_scheduler::current_num_threads(),
+            parbench_scheduler::broadcast(|_| ()).len(),
+            workers.into_inner().unwrap(),
+        )
+    });
+    assert_eq!((threads, broadcast_len), (3, 3));
+    assert!(workers.iter().all(|&i| i < 3), "{workers:?}");
+    assert_eq!(pool.current_num_threads(), 3);
+}
+
+#[test]
+fn install_returns_the_value_and_propagates_panics() {
+    let pool = pool(2);
+    assert_eq!(pool.install(|| 6 * 7), 42);
+    let result = panic::catch_unwind(AssertUnwindSafe(|| pool.install(|| panic!("inside"))));
+    assert!(result.is_err());
+    // Nested installs of two pools: the inner one wins inside, the outer one after.
+    let other = pool_of(4);
+    let inner = pool.install(|| {
+        let inner = other.install(parbench_scheduler::current_num_threads);
+        (inner, parbench_scheduler::current_num_threads())
+    });
+    assert_eq!(inner, (4, 2));
+}
+
+fn pool_of(threads: usize) -> parbench_scheduler::ThreadPool {
+    pool(threads)
+}
+
+#[test]
+fn broadcast_runs_once_on_every_worker_in_order() {
+    for threads in [1, 2, 3, 5] {
+        let pool = pool(threads);
+        let calls = AtomicUsize::new(0);
+        let seen = pool.broadcast(|ctx| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            assert_eq!(ctx.num_threads(), threads);
+            (ctx.index(), parbench_scheduler::current_thread_index())
+        });
+        let expected: Vec<_> = (0..threads).map(|i| (i, Some(i))).collect();
+        assert_eq!(seen, expected);
+        assert_eq!(calls.into_inner(), threads);
+    }
+}
+
+#[test]
+fn broadcast_from_inside_the_pool_and_from_every_strategy_body() {
+    let pool = pool(3);
+    for strategy in all_strategies() {
+        let total = AtomicUsize::new(0);
+        pool.parallel_for_with(&strategy, 0..4, |_| {
+            let ran = pool.broadcast(|ctx| ctx.index());
+            assert_eq!(ran, [0, 1, 2]);
+            total.fetch_add(ran.len(), Ordering::Relaxed);
+        });
+        assert_eq!(total.into_inner(), 12, "{strategy:?}");
+    }
+}
+
+#[test]
+fn broadcast_panic_propagates_after_every_worker_ran() {
+    let pool = pool(3);
+    let calls = AtomicUsize::new(0);
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        pool.broadcast(|ctx| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            assert!(ctx.index() != 1, "worker one");
+        })
+    }));
+    assert!(result.is_err());
+    assert_eq!(calls.into_inner(), 3);
+    assert_eq!(pool.broadcast(|ctx| ctx.index()), [0, 1, 2]);
+}
+
+#[test]
+fn start_and_exit_handlers_run_once_per_worker() {
+    let started = Arc::new(Mutex::new(Vec::new()));
+    let exited = Arc::new(Mutex::new(Vec::new()));
+    let (s, e) = (Arc::clone(&started), Arc::clone(&exited));
+    let pool = ThreadPoolBuilder::new()
+        .num_threads(3)
+        .start_handler(move |i| s.lock().unwrap().push(i))
+        .exit_handler(move |i| e.lock().unwrap().push(i))
+        .build()
+        .unwrap();
+    let mut after_build = started.lock().unwrap().clone();
+    after_build.sort_unstable();
+    assert_eq!(after_build, [0, 1, 2]);
+    assert!(exited.lock().unwrap().is_empty());
+    drop(pool);
+    let mut after_drop = exited.lock().unwrap().clone();
+    after_drop.sort_unstable();
+    assert_eq!(after_drop, [0, 1, 2]);
+}
+
+#[test]
+fn spawn_and_spawn_on_panics_go_to_the_panic_handler() {
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let pool = ThreadPoolBuilder::new()
+        .num_threads(2)
+        .start_handler(|i| assert!(i != 1, "start of one"))
+        .panic_handler(move |payload| {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tx.lock().unwrap().send(message).unwrap();
+        })
+        .build()
+        .unwrap();
+    pool.spawn(|| panic!("spawned"));
+    pool.spawn_on(1, || panic!("spawned on one")).unwrap();
+    let mut got: Vec<String> = (0..3).map(|_| rx.recv_timeout(PATIENCE).unwrap()).collect();
+    got.sort();
+    assert_eq!(got, ["spawned", "spawned on one", "start of one"]);
+    // Workers go on.
+    assert_eq!(pool.broadcast(|ctx| ctx.index()), [0, 1]);
+}
+
+#[test]
+fn without_a_panic_handler_a_spawn_panic_is_dropped_and_the_pool_goes_on() {
+    let pool = pool(2);
+    for _ in 0..4 {
+        pool.spawn(|| panic!("nobody listens"));
+    }
+    let (tx, rx) = mpsc::channel();
+    pool.spawn(move || tx.send(1).unwrap());
+    assert_eq!(rx.recv_timeout(PATIENCE).unwrap(), 1);
+    assert_eq!(pool.broadcast(|ctx| ctx.index()), [0, 1]);
+}
+
+#[test]
+fn spawn_from_an_outside_caller_inside_a_call_reaches_the_pool() {
+    for strategy in all_strategies() {
+        let pool = pool(2);
+        let (tx, rx) = mpsc::channel();
+        let tx = Mutex::new(tx);
+        // The calling thread runs part of the loop on a guest deque; a detached task it spawns
+        // there must still run after the call has returned.
+        pool.parallel_for_with(&strategy, 0..64, |i| {
+            let tx = tx.lock().unwrap().clone();
+            pool.spawn(move || tx.send(i).unwrap());
+        });
+        let mut got: Vec<usize> = (0..64)
+            .map(|_| rx.recv_timeout(PATIENCE).unwrap())
+            .collect();
+        got.sort_unstable();
+        assert_eq!(got, (0..64).collect::<Vec<_>>(), "{strategy:?}");
+    }
+    let pool = pool(2);
+    let (tx, rx) = mpsc::channel();
+    pool.install(|| parbench_scheduler::spawn(move || tx.send(7).unwrap()));
+    assert_eq!(rx.recv_timeout(PATIENCE).unwrap(), 7);
+}
