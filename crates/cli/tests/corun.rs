@@ -294,6 +294,8 @@ fn stress_ng_processes_are_mapped_by_their_declared_classes() {
         let out = text(&output.stdout);
         assert!(output.status.success(), "{}", text(&output.stderr));
         assert!(out.contains("counters cover all of its threads"), "{out}");
+        // stress-ng's parent and its two workers, each with counters of its own
+        assert!(out.contains("per thread (3 thread(s)"), "{out}");
         if !out.contains("instruction mix (measured)") {
             assert!(
                 out.contains("hardware counters for instruction classes are unavailable here"),

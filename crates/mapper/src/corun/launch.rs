@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{ChildOutput, CommandStatus};
-use crate::tasks::Pid;
+use crate::tasks::{all_processes, Pid};
 
 /// One started command.
 #[derive(Debug)]
@@ -178,6 +178,31 @@ impl Launched {
                     running.finished = Some((Instant::now(), status));
                 }
             }
+        }
+    }
+}
+
+impl Launched {
+    /// `SIGKILL` to every command's group, then waits up to `limit` until no process of any
+    /// group is left (zombies aside: their parents reap them).
+    pub fn kill_groups_and_wait(&self, limit: Duration) {
+        let groups: Vec<Pid> = self.running.iter().flatten().map(|r| r.pid).collect();
+        let deadline = Instant::now() + limit;
+        loop {
+            let processes = all_processes();
+            let alive = groups
+                .iter()
+                .filter(|&&pgid| {
+                    processes
+                        .iter()
+                        .any(|p| p.pgrp == pgid && p.state != 'Z' && p.state != 'X')
+                })
+                .filter(|&&pgid| signal_group(pgid, libc::SIGKILL))
+                .count();
+            if alive == 0 || Instant::now() >= deadline {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 }

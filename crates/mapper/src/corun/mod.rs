@@ -460,8 +460,10 @@ pub fn corun(
         };
         launched.wait_any(interval);
     }
-    // Every leader is reaped; threads still marked alive have exited with it.
+    // Every leader is reaped; threads still marked alive have exited with it. Whatever is left
+    // in a group gets SIGKILL; wait (briefly) until the kernel has removed it.
     roster.update(&[], start.elapsed())?;
+    launched.kill_groups_and_wait(Duration::from_secs(1));
     let mut last_exit = start;
     let outcomes = commands
         .iter()

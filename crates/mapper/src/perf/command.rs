@@ -16,13 +16,29 @@
 use std::fmt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::profile::{read_json_file, write_json_file};
+use super::profile::{counted_quantities, read_json_file, write_json_file};
 use super::{probe_events, MixSource, Profile, ProfileError, ProfileRequest, ThreadCounters};
 use crate::mix::{InstrClass, InstructionMix};
+use crate::tasks::{all_processes, descendants, threads_of, Pid};
+
+/// Per-thread counters are opened on at most this many threads (each costs one descriptor per
+/// event).
+pub const MAX_PROFILED_THREADS: usize = 256;
+
+/// Identity of one profiled thread of a command.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CommandThread {
+    /// Its process.
+    pub pid: Pid,
+    /// The thread id.
+    pub tid: Pid,
+    /// Seconds from the start of the command until it was seen and its counters opened.
+    pub first_seen_s: f64,
+}
 
 /// The profile of one command line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,6 +49,13 @@ pub struct CommandProfile {
     pub declared_class: Option<InstrClass>,
     /// Counter totals over all of its threads and processes (one entry in `threads`).
     pub profile: Profile,
+    /// Per thread, counted from when it was seen (`threads[i]` is `thread_ids[i]`); `None` in
+    /// profiles written before per-thread counting existed.
+    #[serde(default)]
+    pub per_thread: Option<Profile>,
+    /// Which thread each entry of `per_thread` is.
+    #[serde(default)]
+    pub thread_ids: Vec<CommandThread>,
     /// Seconds from start to exit.
     pub wall_s: f64,
     /// Its exit code (`None` when a signal ended it).
@@ -48,7 +71,8 @@ impl CommandProfile {
     /// use parbench_mapper::InstrClass;
     /// let profile = profile_threads(&ProfileRequest::software_only("x", 1), |_| {})?;
     /// let p = CommandProfile { command: vec!["x".into()], declared_class: Some(InstrClass::Fp),
-    ///                          profile, wall_s: 0.1, exit_code: Some(0) };
+    ///                          profile, per_thread: None, thread_ids: vec![], wall_s: 0.1,
+    ///                          exit_code: Some(0) };
     /// let (mix, source) = p.mix();
     /// assert_eq!((mix.unwrap().count(InstrClass::Fp), source), (1.0, MixSource::Declared));
     /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
@@ -89,6 +113,24 @@ impl fmt::Display for CommandProfile {
             self.wall_s
         )?;
         write!(f, "{}", self.profile)?;
+        if let Some(per_thread) = &self.per_thread {
+            writeln!(
+                f,
+                "per thread ({} thread(s), each counted from when it was seen):",
+                self.thread_ids.len()
+            )?;
+            for (index, id) in self.thread_ids.iter().enumerate() {
+                let totals = per_thread.thread_totals(index).unwrap_or_default();
+                writeln!(
+                    f,
+                    "  process {} thread {} (seen at {:.3} s): {}",
+                    id.pid,
+                    id.tid,
+                    id.first_seen_s,
+                    counted_quantities(&totals)
+                )?;
+            }
+        }
         let (mix, source) = self.mix();
         match (mix, source) {
             (Some(mix), MixSource::Measured) => writeln!(f, "instruction mix (measured): {mix}"),
@@ -144,24 +186,70 @@ pub fn profile_command(
         .map_err(command_failed)?;
     let stdout = stderr.try_clone().map_err(command_failed)?;
     let started = Instant::now();
-    let status = Command::new(program)
+    let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr))
-        .status()
+        .spawn()
         .map_err(command_failed)?;
+    let root = child.id() as Pid;
+    let mut watched: Vec<(CommandThread, ThreadCounters)> = Vec::new();
+    let mut interval = Duration::from_millis(2);
+    let status = loop {
+        let processes = all_processes();
+        let mut found_new = false;
+        for pid in descendants(root, &processes) {
+            for tid in threads_of(pid) {
+                if watched.len() >= MAX_PROFILED_THREADS
+                    || watched.iter().any(|(id, _)| id.tid == tid)
+                {
+                    continue;
+                }
+                // A thread that exited before its counters opened is simply not listed.
+                if let Ok(counters) =
+                    ThreadCounters::open_on_thread(&request.events, &available, tid)
+                {
+                    let id = CommandThread {
+                        pid,
+                        tid,
+                        first_seen_s: started.elapsed().as_secs_f64(),
+                    };
+                    watched.push((id, counters));
+                    found_new = true;
+                }
+            }
+        }
+        if let Some(status) = child.try_wait().map_err(command_failed)? {
+            break status;
+        }
+        interval = if found_new {
+            Duration::from_millis(2)
+        } else {
+            (interval * 2).min(Duration::from_millis(50))
+        };
+        std::thread::sleep(interval);
+    };
     let wall_s = started.elapsed().as_secs_f64();
     let totals = counters.read(0)?;
+    let mut thread_ids = Vec::with_capacity(watched.len());
+    let mut threads = Vec::with_capacity(watched.len());
+    for (index, (id, mut counters)) in watched.into_iter().enumerate() {
+        threads.push(counters.read(index)?);
+        thread_ids.push(id);
+    }
+    let profile = |threads| Profile {
+        workload: argv.join(" "),
+        family: request.family,
+        threads,
+        unavailable: unavailable.clone(),
+    };
     Ok(CommandProfile {
         command: argv.to_vec(),
         declared_class,
-        profile: Profile {
-            workload: argv.join(" "),
-            family: request.family,
-            threads: vec![totals],
-            unavailable,
-        },
+        profile: profile(vec![totals]),
+        per_thread: Some(profile(threads)),
+        thread_ids,
         wall_s,
         exit_code: status.code(),
     })
@@ -208,6 +296,26 @@ mod tests {
         );
         let ns = |t: libc::timeval| t.tv_sec as f64 * 1e9 + t.tv_usec as f64 * 1e3;
         ns(usage.ru_utime) + ns(usage.ru_stime)
+    }
+
+    #[test]
+    fn each_thread_gets_its_own_counters_from_when_it_is_seen() {
+        // A child process starts 200 ms after the command and spins: it is found late, listed
+        // with its own task clock, and the shell itself is listed first.
+        let script = "sleep 0.2; (i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done) & wait";
+        let argv: Vec<String> = ["sh", "-c", script].map(String::from).to_vec();
+        let profile =
+            profile_command(&argv, &ProfileRequest::software_only("sh", 1), None).unwrap();
+        let ids = &profile.thread_ids;
+        assert_eq!(ids[0].tid, ids[0].pid, "the command itself first: {ids:?}");
+        let late = ids
+            .iter()
+            .position(|id| id.first_seen_s >= 0.2)
+            .unwrap_or_else(|| panic!("the late child was not seen: {ids:?}"));
+        let per_thread = profile.per_thread.as_ref().unwrap();
+        let clock = per_thread.thread_totals(late).unwrap()[&Quantity::TaskClockNs].unwrap();
+        assert!(clock > 0.0);
+        assert!(profile.to_string().contains("per thread ("), "{profile}");
     }
 
     #[test]

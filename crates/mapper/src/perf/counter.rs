@@ -90,7 +90,7 @@ impl EventCounter {
     /// }
     /// ```
     pub fn open_on_current_thread(spec: &EventSpec) -> Result<EventCounter, ProfileError> {
-        Self::open_with(spec, |_| {})
+        Self::open_with(spec, |builder| builder)
     }
 
     /// Opens `spec` on the calling thread *for the programs it is about to start*: disabled,
@@ -111,20 +111,44 @@ impl EventCounter {
     /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
     /// ```
     pub fn open_for_next_exec(spec: &EventSpec) -> Result<EventCounter, ProfileError> {
-        Self::open_with(spec, |builder| {
+        Self::open_with(spec, |mut builder| {
             builder.enabled(false).inherit(true).enable_on_exec(true);
+            builder
+        })
+    }
+
+    /// Opens `spec` on another thread, `tid` (any process's, as far as the caller may observe
+    /// it), counting from now on; its count stays readable after the thread has exited.
+    ///
+    /// # Errors
+    /// As [`open_on_current_thread`](Self::open_on_current_thread); a thread that does not exist
+    /// is [`ProfileError::Os`] with `ESRCH`.
+    ///
+    /// ```
+    /// use parbench_mapper::perf::{EventCounter, SOFTWARE_EVENTS};
+    /// let mut child = std::process::Command::new("sleep").arg("1").spawn().unwrap();
+    /// let mut counter = EventCounter::open_on_thread(&SOFTWARE_EVENTS[0], child.id() as i32)?;
+    /// child.kill().unwrap();
+    /// child.wait().unwrap();
+    /// let _ = counter.read()?; // still readable
+    /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
+    /// ```
+    pub fn open_on_thread(
+        spec: &EventSpec,
+        tid: libc::pid_t,
+    ) -> Result<EventCounter, ProfileError> {
+        Self::open_with(spec, |builder| {
+            let mut builder = builder.observe_pid(tid);
+            builder.enabled(true);
+            builder
         })
     }
 
     fn open_with(
         spec: &EventSpec,
-        configure: impl Fn(&mut Builder<'static>),
+        configure: impl Fn(Builder<'static>) -> Builder<'static>,
     ) -> Result<EventCounter, ProfileError> {
-        let build = |include_kernel| {
-            let mut builder = Self::builder(spec, include_kernel);
-            configure(&mut builder);
-            builder.build()
-        };
+        let build = |include_kernel| configure(Self::builder(spec, include_kernel)).build();
         let counter = match spec.source {
             // Context switches and migrations happen in the kernel: a user-only software counter
             // (perf-event's default) never sees them. Count kernel time where the kernel allows

@@ -428,6 +428,15 @@ impl Profile {
     }
 }
 
+/// The counted quantities of `totals`, e.g. `task-clock ns 1200, context switches 3`.
+pub(crate) fn counted_quantities(totals: &QuantityTotals) -> String {
+    let counted: Vec<String> = totals
+        .iter()
+        .filter_map(|(quantity, value)| value.map(|v| format!("{} {v:.0}", quantity.name())))
+        .collect();
+    counted.join(", ")
+}
+
 /// Writes `value` as pretty JSON to `path` (profiles of kernels and of commands).
 pub(crate) fn write_json_file<T: Serialize>(value: &T, path: &Path) -> Result<(), ProfileError> {
     let file_error = |source| ProfileError::File {
@@ -465,13 +474,12 @@ impl fmt::Display for Profile {
         )?;
         for thread in &self.threads {
             let totals = self.thread_totals(thread.thread).unwrap_or_default();
-            let counted: Vec<String> = totals
-                .iter()
-                .filter_map(|(quantity, value)| {
-                    value.map(|v| format!("{} {v:.0}", quantity.name()))
-                })
-                .collect();
-            writeln!(f, "thread {}: {}", thread.thread, counted.join(", "))?;
+            writeln!(
+                f,
+                "thread {}: {}",
+                thread.thread,
+                counted_quantities(&totals)
+            )?;
             if let Some(metrics) = self.thread_metrics(thread.thread) {
                 writeln!(f, "  {metrics}")?;
             }

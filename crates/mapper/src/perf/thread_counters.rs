@@ -68,15 +68,7 @@ impl ThreadCounters {
         requested: &[EventSpec],
         available: &[EventSpec],
     ) -> Result<ThreadCounters, ProfileError> {
-        let counters = requested
-            .iter()
-            .filter(|spec| available.contains(spec))
-            .map(EventCounter::open_on_current_thread)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(ThreadCounters {
-            requested: requested.to_vec(),
-            counters,
-        })
+        Self::open_each(requested, available, EventCounter::open_on_current_thread)
     }
 
     /// Opens every available event of `requested` for the command the calling thread starts
@@ -90,10 +82,33 @@ impl ThreadCounters {
         requested: &[EventSpec],
         available: &[EventSpec],
     ) -> Result<ThreadCounters, ProfileError> {
+        Self::open_each(requested, available, EventCounter::open_for_next_exec)
+    }
+
+    /// Opens, enabled, every available event of `requested` on thread `tid` of any process
+    /// ([`EventCounter::open_on_thread`]); the counts stay readable after it exited.
+    ///
+    /// # Errors
+    /// The first counter that fails to open (`ESRCH` when the thread is gone).
+    pub fn open_on_thread(
+        requested: &[EventSpec],
+        available: &[EventSpec],
+        tid: libc::pid_t,
+    ) -> Result<ThreadCounters, ProfileError> {
+        Self::open_each(requested, available, |spec| {
+            EventCounter::open_on_thread(spec, tid)
+        })
+    }
+
+    fn open_each(
+        requested: &[EventSpec],
+        available: &[EventSpec],
+        open: impl Fn(&EventSpec) -> Result<EventCounter, ProfileError>,
+    ) -> Result<ThreadCounters, ProfileError> {
         let counters = requested
             .iter()
             .filter(|spec| available.contains(spec))
-            .map(EventCounter::open_for_next_exec)
+            .map(open)
             .collect::<Result<Vec<_>, _>>()?;
         Ok(ThreadCounters {
             requested: requested.to_vec(),
