@@ -266,6 +266,15 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
                 failure = Some(error);
             }
         }
+        if let Some(pid) = rounds
+            .get(round)
+            .and_then(|r| r.metadata.settings.get("pid"))
+        {
+            report
+                .metadata
+                .settings
+                .insert(format!("pid.round{}", round + 1), pid.clone());
+        }
         report.cells = merge_rounds(&plan, &rounds);
         if let Some(output) = &output {
             output.write(&report)?;
@@ -309,6 +318,11 @@ fn sweep_round(args: &SweepRoundArgs) -> Result<(), CliError> {
         format: ExportFormat::Json,
     };
     let mut report = Report::new("sweep", &LABELS);
+    // The parent records which process measured which round.
+    report
+        .metadata
+        .settings
+        .insert("pid".to_owned(), std::process::id().to_string());
     output.write(&report)?;
     let mut reporter = RoundReporter { output: &output };
     run_cells(&plan, &request.order, &mut report, &mut reporter).map_err(sweep_error)

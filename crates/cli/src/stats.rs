@@ -279,6 +279,10 @@ pub const UNSTABLE_MIN_SPREAD: f64 = 0.05;
 pub struct RoundSpread {
     /// Median of each round's samples, in round order.
     pub medians: Vec<f64>,
+    /// Each round's own distribution-free 95 % interval of its median ([`median_ci95_sorted`]),
+    /// in round order; `None` for a round of fewer than 6 runs. These decide `unstable`.
+    #[serde(default)]
+    pub median_ci95: Vec<Option<(f64, f64)>>,
     /// Smallest round median.
     pub min: f64,
     /// Largest round median.
@@ -337,6 +341,10 @@ impl RoundSpread {
             ci95_low,
             ci95_high,
             unstable: highest_low > lowest_high && spread >= UNSTABLE_MIN_SPREAD,
+            median_ci95: summaries
+                .iter()
+                .map(|s| s.median_ci95_low.zip(s.median_ci95_high))
+                .collect(),
             medians,
         })
     }
@@ -615,6 +623,14 @@ mod tests {
             "a geometric interval is positive"
         );
         // Round intervals [101, 108], [102, 109], [103, 110] overlap: stable.
+        assert_eq!(
+            spread.median_ci95,
+            [
+                Some((101.0, 108.0)),
+                Some((102.0, 109.0)),
+                Some((103.0, 110.0))
+            ]
+        );
         assert!(!spread.unstable);
         // A round whose interval [112, 119] lies above [101, 108], 10.5 % apart: unstable.
         let far = round(111.0);

@@ -132,6 +132,13 @@ fn rounds_run_in_seeded_shuffled_orders_that_are_recorded() {
             Some(text.join(" "))
         );
     }
+    // Each round ran in its own child process.
+    let mut pids: Vec<String> = (1..=3)
+        .map(|round| setting(&format!("pid.round{round}")).expect("round pid recorded"))
+        .collect();
+    pids.sort();
+    pids.dedup();
+    assert_eq!(pids.len(), 3, "three distinct processes: {pids:?}");
     for cell in &report.cells {
         assert_eq!(cell.samples_s.len(), 6, "3 rounds × 2 runs");
         let spread = cell.rounds.as_ref().expect("round spread");
