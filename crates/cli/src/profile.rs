@@ -140,6 +140,12 @@ pub fn profile_kernel(
 /// [`CliError::Kernel`] for an unknown kernel (listing the valid names) or a bad parameter, and
 /// the errors of [`profile_kernel`] and of writing the JSON file.
 pub fn run(args: &ProfileArgs) -> Result<(), CliError> {
+    if args.class.is_some() && args.kernel.is_some() {
+        return Err(CliError::Usage(
+            "--class is for profiling a command (`-- CMD ARGS`); a kernel declares its own class"
+                .into(),
+        ));
+    }
     let Some(kernel) = args.kernel.as_deref() else {
         return crate::corun::profile(&args.command, args.class.as_deref(), args.output.as_deref());
     };

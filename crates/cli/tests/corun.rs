@@ -566,4 +566,8 @@ fn bad_corun_input_is_one_line() {
         &["profile", "--class", "simd", "--", "true"],
         &["unknown instruction class"],
     );
+    assert_bad_input(
+        &["profile", "--class", "fp", "--kernel", "fp-add"],
+        &["--class is for profiling a command"],
+    );
 }
