@@ -97,6 +97,10 @@ pub struct LatencyArgs {
     /// instead of `--requests`/`--warmup`.
     #[arg(long, value_name = "F", value_parser = parse_seconds, conflicts_with_all = ["requests", "warmup"])]
     pub scale_with_qps: Option<f64>,
+    /// Kernel runs per request: serve each request with N back-to-back runs of the kernel, for a
+    /// service time well above the server's own per-request cost.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_positive)]
+    pub runs_per_request: usize,
     /// Record per-worker perf counters during each load's measured requests (software events
     /// always; hardware events where a PMU exists, otherwise listed as unavailable).
     #[arg(long)]
@@ -347,7 +351,7 @@ pub struct LatencySetup {
     pub pin: bool,
     /// Record per-worker counters under load ([`crate::under_load`]).
     pub counters: bool,
-    /// Kernel runs per request (1 for `latency`; see [`KernelService::repeated`]).
+    /// Kernel runs per request (see [`KernelService::repeated`]).
     pub runs_per_request: usize,
 }
 
@@ -472,13 +476,17 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
         plans,
         pin: !args.no_pin,
         counters: args.counters,
-        runs_per_request: 1,
+        runs_per_request: args.runs_per_request,
     };
     for note in &notes {
         eprintln!("{note}");
     }
     let mut report = Report::new("latency", &LABELS);
     report.metadata = metadata(kernel, &setup.params, &setup.config, setup.pin);
+    report.metadata.settings.insert(
+        "runs_per_request".to_owned(),
+        setup.runs_per_request.to_string(),
+    );
     for plan in &setup.plans {
         // The figure and the numbers mean something different when the generator shared CPUs.
         report.metadata.settings.insert(

@@ -215,7 +215,13 @@ fn counters_under_load_and_qps_scaled_requests() {
             .expect("task clock counted under load");
         assert!(task_clock.values[0] > 0.0);
     }
-    let table = tiny(&["--placement", "single", "--counters"]);
+    let table = tiny(&[
+        "--placement",
+        "single",
+        "--counters",
+        "--runs-per-request",
+        "3",
+    ]);
     assert!(table.status.success(), "{}", text(&table.stderr));
     let stdout = text(&table.stdout);
     assert!(stdout.contains("counters under load"), "{stdout}");
