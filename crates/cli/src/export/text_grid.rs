@@ -253,9 +253,10 @@ fn format_significant(value: f64) -> String {
     let magnitude = value.abs();
     if magnitude >= 1e6 {
         format!("{value:.3e}")
-    } else if magnitude >= 100.0 {
+    } else if magnitude >= 99.95 {
+        // Thresholds just below 100 and 10: 99.99 rounds to "100", not "100.0".
         format!("{value:.0}")
-    } else if magnitude >= 10.0 {
+    } else if magnitude >= 9.995 {
         format!("{value:.1}")
     } else {
         format!("{value:.2}")
@@ -289,6 +290,9 @@ mod tests {
     fn large_metric_values_use_scientific_notation() {
         assert_eq!(format_significant(4.0e9), "4.000e9");
         assert_eq!(format_significant(123456.0), "123456");
+        assert_eq!(format_significant(99.99), "100");
+        assert_eq!(format_significant(9.999), "10.0");
+        assert_eq!(format_significant(99.94), "99.9");
     }
 
     #[test]
