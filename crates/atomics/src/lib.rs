@@ -37,7 +37,7 @@
 //! ```
 
 #![deny(unsafe_op_in_unsafe_fn)]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod any_lock;
 mod arch;
@@ -68,3 +68,8 @@ pub use tas::TasLock;
 pub use ticket::TicketLock;
 pub use ttas::TtasLock;
 pub use word::AtomicWord;
+
+/// The crate README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

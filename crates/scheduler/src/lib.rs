@@ -49,7 +49,7 @@
 //! The free functions ([`parallel_for`], [`join`], …) act on the pool the calling thread works
 //! for, or else on a lazily built global pool sized by `PARBENCH_NUM_THREADS`.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod broadcast;
 mod builder;
@@ -305,3 +305,8 @@ pub fn current_thread_index() -> Option<usize> {
 pub fn current_num_threads() -> usize {
     current_registry().num_threads()
 }
+
+/// The crate README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

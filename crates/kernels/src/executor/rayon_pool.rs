@@ -20,7 +20,7 @@ use super::{Executor, ExecutorError, ExecutorKind, PinPolicy};
 /// *asks* its workers to terminate on drop; they finish (and may still be spinning or being torn
 /// down) after the next benchmark cell has started, and compete with it for the CPU. Here the
 /// workers are spawned by our own spawn handler, which keeps their join handles, and
-/// [`WorkerThreads`] joins them once the pool is gone.
+/// `WorkerThreads` joins them once the pool is gone.
 ///
 /// ```
 /// use parbench_kernels::{Executor, PinPolicy, RayonExecutor};
