@@ -12,7 +12,8 @@
 use std::time::Duration;
 
 use parbench_kernels::latency::{
-    smt_verdict, Bounds, CurveConfig, PlacementPlan, QpsScaledRequests, DEFAULT_SATURATION_FACTOR,
+    saturation_qps, smt_verdict, Bounds, Curve, CurveConfig, PlacementPlan, PointResult,
+    QpsScaledRequests, DEFAULT_SATURATION_FACTOR,
 };
 use parbench_kernels::{find_kernel, Kernel, Params, SeqExecutor};
 use parbench_mapper::perf::{
@@ -51,6 +52,11 @@ fn target_service_s(scale: Scale) -> f64 {
     scale.pick(50e-6, 250e-6, 250e-6)
 }
 
+/// Measurements of every curve; the report shows the median run per load.
+fn repetitions(scale: Scale) -> usize {
+    scale.pick(1, 3, 3)
+}
+
 impl Study for TailLatencyStudy {
     fn name(&self) -> &'static str {
         "tail-latency"
@@ -75,10 +81,12 @@ impl Study for TailLatencyStudy {
              the kernel's small size as make ≈ {} µs of service); {loads} loads per placement \
              (fractions of one worker's measured capacity); warm-up = {}·QPS and measurement = 3 × warm-up \
              requests, i.e. TailBench's rule with {} s instead of 16 s of arrivals per load (factor {factor}); \
-             placements single, cores and smt (smt only where SMT siblings exist)",
+             placements single, cores and smt (smt only where SMT siblings exist); {} repetition(s) per curve, \
+             the median run per load reported",
             target_service_s(scale) * 1e6,
             4.0 * factor,
-            16.0 * factor
+            16.0 * factor,
+            repetitions(scale)
         )
     }
 
@@ -140,25 +148,40 @@ impl Study for TailLatencyStudy {
                 runs_per_request,
             };
             let quiet = run.quiet;
-            let curves = measure_curves(&setup, |plan, point, _, _| {
-                if !quiet {
-                    let p95 = point
-                        .sojourn
-                        .map_or_else(|| "-".to_owned(), |s| format!("{:.3} ms", s.p95_ns / 1e6));
-                    eprintln!(
-                        "    {} {} QPS: p95 {p95}{}",
-                        plan.name,
-                        point.offered_qps,
-                        if point.saturated() {
-                            " (saturated)"
-                        } else {
-                            ""
-                        }
-                    );
+            let repetitions = repetitions(scale);
+            let mut repeated = Vec::new();
+            for repetition in 0..repetitions {
+                repeated.push(measure_curves(&setup, |plan, point, _, _| {
+                    if !quiet {
+                        let p95 = point.sojourn.map_or_else(
+                            || "-".to_owned(),
+                            |s| format!("{:.3} ms", s.p95_ns / 1e6),
+                        );
+                        eprintln!(
+                            "    [{}/{repetitions}] {} {} QPS: p95 {p95}{}",
+                            repetition + 1,
+                            plan.name,
+                            point.offered_qps,
+                            if point.saturated() {
+                                " (saturated)"
+                            } else {
+                                ""
+                            }
+                        );
+                    }
+                })?);
+            }
+            let curves: Vec<MeasuredCurve> = (0..plans.len())
+                .map(|placement| {
+                    let runs: Vec<&MeasuredCurve> =
+                        repeated.iter().filter_map(|r| r.get(placement)).collect();
+                    median_curve(&runs, DEFAULT_SATURATION_FACTOR)
+                })
+                .collect();
+            for (repetition, measured_curves) in repeated.iter().enumerate() {
+                for measured in measured_curves {
+                    record_cells(&mut run.results, name, &plans, measured, repetition + 1);
                 }
-            })?;
-            for measured in &curves {
-                record_cells(&mut run.results, name, &plans, measured);
             }
             outcomes.push(ServiceOutcome {
                 name,
@@ -196,6 +219,64 @@ impl ServiceOutcome {
     }
 }
 
+/// One curve from repeated measurements of the same placement: at each load the measured point
+/// whose p95 is the median over the repetitions (a repetition that stopped before this load, at a
+/// bound, counts as an infinite p95, as does a point without completed requests), with that
+/// point's counters. The curve ends at the first load whose median is such a stop; its saturation
+/// load follows the usual rule on the median points. A machine shared with other work disturbs
+/// single runs; the median run per load is what the report shows.
+fn median_curve(runs: &[&MeasuredCurve], factor: f64) -> MeasuredCurve {
+    let placement = runs
+        .first()
+        .map_or_else(String::new, |r| r.curve.placement.clone());
+    let mut loads: Vec<f64> = runs
+        .iter()
+        .flat_map(|r| r.curve.points.iter().map(|p| p.offered_qps))
+        .collect();
+    loads.sort_by(f64::total_cmp);
+    loads.dedup();
+    let mut points = Vec::new();
+    let mut counters = Vec::new();
+    for qps in loads {
+        let mut candidates: Vec<(f64, Option<(&PointResult, &Option<Profile>)>)> = runs
+            .iter()
+            .map(|r| {
+                let found = r
+                    .curve
+                    .points
+                    .iter()
+                    .zip(&r.counters)
+                    .find(|(p, _)| p.offered_qps == qps);
+                let p95 = found
+                    .and_then(|(p, _)| p.sojourn.filter(|_| !p.saturated()).map(|s| s.p95_ns))
+                    .unwrap_or(f64::INFINITY);
+                (p95, found)
+            })
+            .collect();
+        // Among stops, a measured saturated point sorts before a run that never reached this
+        // load, so a curve whose median is a stop still shows where it saturated.
+        candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.is_none().cmp(&b.1.is_none())));
+        match candidates.get(candidates.len() / 2) {
+            Some((_, Some((point, profile)))) => {
+                points.push((*point).clone());
+                counters.push((*profile).clone());
+                if point.saturated() {
+                    break;
+                }
+            }
+            _ => break,
+        }
+    }
+    MeasuredCurve {
+        curve: Curve {
+            placement,
+            saturation_qps: saturation_qps(&points, factor),
+            points,
+        },
+        counters,
+    }
+}
+
 /// Median wall time of `runs` single-threaded runs of the kernel (after one warm-up run).
 fn median_service_time(
     kernel: &'static dyn Kernel,
@@ -212,12 +293,13 @@ fn median_service_time(
     Ok(times[times.len() / 2].max(1e-7))
 }
 
-/// Every load point as a results cell (sojourn times as samples).
+/// Every load point of one repetition as a results cell (sojourn times as samples).
 fn record_cells(
     results: &mut Report,
     service: &str,
     plans: &[PlacementPlan],
     measured: &MeasuredCurve,
+    repetition: usize,
 ) {
     let workers = plans
         .iter()
@@ -225,7 +307,10 @@ fn record_cells(
         .map_or(0, |p| p.worker_cpus.len())
         .to_string();
     for point in &measured.curve.points {
-        let condition = format!("p95 vs load, {} QPS", point.offered_qps);
+        let condition = format!(
+            "p95 vs load, {} QPS, repetition {repetition}",
+            point.offered_qps
+        );
         let samples = point
             .samples
             .iter()
@@ -587,7 +672,7 @@ fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use parbench_kernels::latency::{Curve, PointResult, RequestSample};
+    use parbench_kernels::latency::RequestSample;
     use parbench_mapper::perf::CpuFamily;
 
     fn curve(saturation_qps: Option<f64>) -> MeasuredCurve {
@@ -618,6 +703,55 @@ mod tests {
                 Some(profile(300.0)),
             ],
         }
+    }
+
+    #[test]
+    fn the_median_curve_takes_the_median_run_per_load_and_stops_where_most_runs_stopped() {
+        let point = |qps: f64, p95_ns: u64, stopped: bool| {
+            let sample = RequestSample {
+                index: 0,
+                scheduled_ns: 0,
+                start_ns: 0,
+                end_ns: p95_ns,
+            };
+            let reason = stopped.then_some(parbench_kernels::latency::StopReason::Backlog);
+            PointResult::from_samples(qps, vec![sample], 0, reason)
+        };
+        let run = |points: Vec<PointResult>| MeasuredCurve {
+            counters: vec![None; points.len()],
+            curve: Curve {
+                placement: "cores".into(),
+                saturation_qps: None,
+                points,
+            },
+        };
+        // Load 200: p95 1, 5 (median), 9 ms. Load 300: one run stopped before it, one saturated
+        // there, one measured 2 ms: the median is a stop, so the curve ends at 300.
+        let a = run(vec![
+            point(100.0, 1_000, false),
+            point(200.0, 1_000_000, false),
+        ]);
+        let b = run(vec![
+            point(100.0, 2_000, false),
+            point(200.0, 5_000_000, false),
+            point(300.0, 2_000_000, false),
+        ]);
+        let c = run(vec![
+            point(100.0, 3_000, false),
+            point(200.0, 9_000_000, false),
+            point(300.0, 1_000, true),
+        ]);
+        let median = median_curve(&[&a, &b, &c], 5.0);
+        let p95s: Vec<f64> = median
+            .curve
+            .points
+            .iter()
+            .map(|p| p.sojourn.unwrap().p95_ns)
+            .collect();
+        assert_eq!(p95s, [2_000.0, 5_000_000.0, 1_000.0]);
+        assert!(median.curve.points[2].saturated());
+        assert_eq!(median.counters.len(), 3);
+        assert_eq!(median.curve.saturation_qps, Some(200.0));
     }
 
     #[test]
