@@ -108,8 +108,9 @@ fn read_json(path: &PathBuf) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("report written")).expect("JSON")
 }
 
-/// Pins held at least this long must have been seen by the 3 ms sampler.
-const HELD: f64 = 0.05;
+/// Pins held at least this long must have been seen by the 3 ms sampler (with a wide margin for
+/// a sampler descheduled on a busy machine).
+const HELD: f64 = 0.15;
 
 /// Asserts that every pin the report lists that was held for at least [`HELD`] seconds (until
 /// the next pin of the thread, or until it was gone) was seen from outside: the thread's
