@@ -219,6 +219,9 @@ impl ServiceOutcome {
     }
 }
 
+/// A measured load point with the counters recorded during it.
+type MeasuredPoint<'a> = (&'a PointResult, &'a Option<Profile>);
+
 /// One curve from repeated measurements of the same placement: at each load the measured point
 /// whose p95 is the median over the repetitions (a repetition that stopped before this load, at a
 /// bound, counts as an infinite p95, as does a point without completed requests), with that
@@ -238,7 +241,7 @@ fn median_curve(runs: &[&MeasuredCurve], factor: f64) -> MeasuredCurve {
     let mut points = Vec::new();
     let mut counters = Vec::new();
     for qps in loads {
-        let mut candidates: Vec<(f64, Option<(&PointResult, &Option<Profile>)>)> = runs
+        let mut candidates: Vec<(f64, Option<MeasuredPoint<'_>>)> = runs
             .iter()
             .map(|r| {
                 let found = r
