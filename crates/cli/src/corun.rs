@@ -471,12 +471,18 @@ pub fn profile(
 }
 
 /// `map --pid PID[,PID…]`: maps and pins the threads of running processes (and their
-/// descendants) once, `classes` giving each process's declared class in order.
+/// descendants) once — or, with `follow`, until they exit, re-mapping as threads come and go —
+/// `classes` giving each process's declared class in order.
 ///
 /// # Errors
 /// [`CliError::Usage`] for more classes than processes or an unknown class, [`CliError::Corun`]
 /// for a process that does not exist.
-pub fn map_pids(pids: &[Pid], classes: &[String], algorithm: &str) -> Result<(), CliError> {
+pub fn map_pids(
+    pids: &[Pid],
+    classes: &[String],
+    algorithm: &str,
+    follow: bool,
+) -> Result<(), CliError> {
     if classes.len() > pids.len() {
         return Err(CliError::Usage(format!(
             "{} --class values for {} --pid processes",
@@ -498,11 +504,27 @@ pub fn map_pids(pids: &[Pid], classes: &[String], algorithm: &str) -> Result<(),
     let algorithm: Algorithm = algorithm.trim().parse()?;
     let topology = Topology::this_system()?;
     let targets: Vec<(Pid, Option<InstructionMix>)> = pids.iter().copied().zip(mixes).collect();
-    let threads = map_running(&topology, &targets, algorithm)?;
+    let stop = if follow {
+        let stop = stop_on_termination_signals().map_err(|error| {
+            CliError::Usage(format!("cannot install the signal handlers: {error}"))
+        })?;
+        eprintln!("following until the process(es) exit (Ctrl-C stops following)");
+        Some(stop)
+    } else {
+        None
+    };
+    let threads = map_running(&topology, &targets, algorithm, stop)?;
     write_stdout(|out| {
         write!(out, "topology: {topology}")?;
         writeln!(out, "{}", machine_note(&topology))?;
-        writeln!(out, "mapping ({algorithm}), applied once:")?;
+        if follow {
+            writeln!(
+                out,
+                "mapping ({algorithm}), followed until exit: every thread seen, last CPU"
+            )?;
+        } else {
+            writeln!(out, "mapping ({algorithm}), applied once:")?;
+        }
         for thread in &threads {
             let cpu = thread
                 .cpu

@@ -65,6 +65,9 @@ pub struct MapArgs {
         requires = "pid"
     )]
     pub class: Vec<String>,
+    /// With --pid: keep watching and re-mapping as threads come and go until the processes exit.
+    #[arg(long, requires = "pid")]
+    pub follow: bool,
     /// Threads to map [default: every PU of the topology].
     #[arg(long, value_name = "N", value_parser = parse_positive)]
     pub threads: Option<usize>,
@@ -257,7 +260,7 @@ impl KernelWorkload {
 /// many threads for the topology, or a failing scenario.
 pub fn run(args: &MapArgs) -> Result<(), CliError> {
     if !args.pid.is_empty() {
-        return crate::corun::map_pids(&args.pid, &args.class, &args.algorithm);
+        return crate::corun::map_pids(&args.pid, &args.class, &args.algorithm, args.follow);
     }
     let topology = parse_topology_arg(&args.topology)?;
     let algorithm: Algorithm = args.algorithm.trim().parse()?;

@@ -572,3 +572,26 @@ fn bad_corun_input_is_one_line() {
         &["--class is for profiling a command"],
     );
 }
+
+#[test]
+fn map_pid_follow_catches_a_late_thread_and_returns_when_the_program_exits() {
+    let program = match late_threads() {
+        Ok(program) => program,
+        Err(reason) => return eprintln!("SKIPPED: {reason}"),
+    };
+    // One thread at once, one after 200 ms, exit after 600 ms.
+    let mut target = Command::new(program)
+        .args(["1", "200", "600"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let pid_text = target.id().to_string();
+    let (out, _) = cli_ok(&["map", "--pid", &pid_text, "--follow"]);
+    target.wait().unwrap();
+    assert!(out.contains("followed until exit"), "{out}");
+    let threads = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("process"))
+        .count();
+    assert_eq!(threads, 3, "main, early and late thread: {out}");
+}

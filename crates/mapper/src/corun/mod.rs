@@ -379,14 +379,7 @@ pub fn corun(
         return Err(CorunError::EmptyCommand { index });
     }
     if options.algorithm != Algorithm::Os && !topology.is_this_system() {
-        return Err(CorunError::NotThisSystem {
-            topology: topology
-                .to_string()
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .to_owned(),
-        });
+        return Err(not_this_system(topology));
     }
     let mixes = commands.iter().map(|c| c.mix.unwrap_or_default()).collect();
     let mut roster = Roster::new(topology, options.algorithm, mixes);
@@ -506,9 +499,11 @@ pub fn corun(
     })
 }
 
-/// Maps, once, the threads of processes that are already running — each with its descendants —
-/// with `algorithm`, and pins them (`map --pid`). `targets` pairs each process id with the mix of
-/// its threads, if known.
+/// Maps the threads of processes that are already running — each with its descendants — with
+/// `algorithm`, and pins them (`map --pid`). `targets` pairs each process id with the mix of its
+/// threads, if known. With `follow`, it keeps watching (10 ms after a change, up to 100 ms) and
+/// re-maps as threads come and go until every target has exited or `follow` is set; without, it
+/// maps once.
 ///
 /// # Errors
 /// [`CorunError::NoCommands`] for no target, [`CorunError::NoSuchProcess`] for a process that
@@ -520,7 +515,7 @@ pub fn corun(
 /// let mut child = std::process::Command::new("sleep").arg("2").spawn()?;
 /// let pid = child.id() as i32;
 /// let topology = Topology::this_system()?;
-/// let threads = map_running(&topology, &[(pid, None)], Algorithm::RoundRobin)?;
+/// let threads = map_running(&topology, &[(pid, None)], Algorithm::RoundRobin, None)?;
 /// assert_eq!(threads[0].tid, pid);
 /// assert_eq!(threads[0].cpu, Some(topology.pus()[0].os_index));
 /// child.kill()?;
@@ -531,41 +526,71 @@ pub fn map_running(
     topology: &Topology,
     targets: &[(Pid, Option<InstructionMix>)],
     algorithm: Algorithm,
+    follow: Option<&AtomicBool>,
 ) -> Result<Vec<PinnedThread>, CorunError> {
     if targets.is_empty() {
         return Err(CorunError::NoCommands);
     }
     if algorithm != Algorithm::Os && !topology.is_this_system() {
-        return Err(CorunError::NotThisSystem {
-            topology: topology
-                .to_string()
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .to_owned(),
-        });
+        return Err(not_this_system(topology));
     }
+    let live = |processes: &[ProcessStat], pid: Pid| {
+        processes
+            .iter()
+            .any(|p| p.pid == pid && p.state != 'Z' && p.state != 'X')
+    };
     let processes = all_processes();
-    let mut alive = Vec::new();
-    for (index, &(pid, _)) in targets.iter().enumerate() {
-        if !processes.iter().any(|p| p.pid == pid && p.state != 'Z') {
-            return Err(CorunError::NoSuchProcess { pid });
-        }
-        for member in descendants(pid, &processes) {
-            alive.extend(
-                threads_of(member)
-                    .into_iter()
-                    .map(|tid| (index, member, tid)),
-            );
-        }
+    if let Some(&(pid, _)) = targets.iter().find(|(pid, _)| !live(&processes, *pid)) {
+        return Err(CorunError::NoSuchProcess { pid });
     }
     let mixes = targets
         .iter()
         .map(|(_, mix)| mix.unwrap_or_default())
         .collect();
     let mut roster = Roster::new(topology, algorithm, mixes);
-    roster.update(&alive, Duration::ZERO)?;
+    let start = Instant::now();
+    let (fast, slow) = (Duration::from_millis(10), Duration::from_millis(100));
+    let mut interval = fast;
+    let mut processes = processes;
+    loop {
+        let mut alive = Vec::new();
+        for (index, &(pid, _)) in targets.iter().enumerate() {
+            for member in descendants(pid, &processes) {
+                if live(&processes, member) {
+                    alive.extend(
+                        threads_of(member)
+                            .into_iter()
+                            .map(|tid| (index, member, tid)),
+                    );
+                }
+            }
+        }
+        let changed = roster.update(&alive, start.elapsed())?;
+        // Relaxed: a plain stop flag, nothing is published through it.
+        let following = follow.is_some_and(|stop| !stop.load(Ordering::Relaxed));
+        if !following || alive.is_empty() {
+            break;
+        }
+        interval = if changed {
+            fast
+        } else {
+            (interval * 2).min(slow)
+        };
+        std::thread::sleep(interval);
+        processes = all_processes();
+    }
     Ok(roster.threads())
+}
+
+fn not_this_system(topology: &Topology) -> CorunError {
+    CorunError::NotThisSystem {
+        topology: topology
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -635,6 +660,33 @@ mod tests {
             assert!(Instant::now() < deadline, "the leftover sleep survived");
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    #[test]
+    fn following_a_running_process_catches_its_late_child_and_ends_with_it() {
+        let topology = Topology::this_system().unwrap();
+        // A shell that starts a second process after 150 ms and exits after 400 ms.
+        let mut shell = std::process::Command::new("sh")
+            .args(["-c", "sleep 0.15; sleep 0.25"])
+            .spawn()
+            .unwrap();
+        let pid = shell.id() as Pid;
+        let stop = AtomicBool::new(false);
+        let threads = map_running(
+            &topology,
+            &[(pid, None)],
+            Algorithm::RoundRobin,
+            Some(&stop),
+        )
+        .unwrap();
+        shell.wait().unwrap();
+        // The shell and both sleeps, each pinned while it ran, and all gone at the end.
+        assert!(threads.len() >= 3, "{threads:?}");
+        assert!(
+            threads.iter().all(|t| !t.alive && !t.pins.is_empty()),
+            "{threads:?}"
+        );
+        assert!(threads.iter().any(|t| t.first_seen_s >= 0.1), "{threads:?}");
     }
 
     #[test]
