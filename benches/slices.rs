@@ -12,7 +12,8 @@
 //! runs every (case, implementation) pair once per round — the order rotating from round to
 //! round, so slow phases of the machine hit all of them alike — takes the median of a few timed
 //! repetitions as the round's value, and prints the median, minimum and maximum over the rounds
-//! with the speed-up over the sequential loop and the ratio to rayon. `PARBENCH_SLICES_THREADS`
+//! with the speed-up over the sequential loop and the ratio to rayon, then the CPU time per run of
+//! all threads of the process (what a loaded machine cannot hide). `PARBENCH_SLICES_THREADS`
 //! sets the pool size (default 2).
 
 use std::hint::black_box;
@@ -227,19 +228,25 @@ fn interleaved(bench: &mut Bench, rounds: usize, threads: usize) {
         .flat_map(|&case| IMPLEMENTATIONS.iter().map(move |&imp| (case, imp)))
         .collect();
     let mut per_round: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); pairs.len()];
+    let mut cpu_per_round: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); pairs.len()];
     for round in 0..rounds {
         for offset in 0..pairs.len() {
             let index = (round + offset) % pairs.len();
             let (case, implementation) = pairs[index];
+            let mut cpu = Vec::with_capacity(case.repetitions());
             let mut times: Vec<Duration> = (0..case.repetitions())
                 .map(|_| {
                     bench.prepare(case);
+                    let cpu_start = process_cpu_time();
                     let start = Instant::now();
                     bench.run(case, implementation);
-                    start.elapsed()
+                    let elapsed = start.elapsed();
+                    cpu.push(process_cpu_time().saturating_sub(cpu_start));
+                    elapsed
                 })
                 .collect();
             per_round[index].push(median(&mut times));
+            cpu_per_round[index].push(median(&mut cpu));
         }
         eprintln!("round {}/{rounds} done", round + 1);
     }
@@ -274,6 +281,34 @@ fn interleaved(bench: &mut Bench, rounds: usize, threads: usize) {
             ms(ours) / ms(theirs)
         );
     }
+    // What a run costs in CPU, whatever the machine's load: with P free cores, the parallel wall
+    // time cannot go below this divided by P (idle workers spinning for work are included).
+    println!();
+    println!("CPU time per run, all threads of the process (median over rounds, ms)");
+    println!("| case | seq | parbench | rayon |");
+    println!("|---|---|---|---|");
+    for (c, case) in CASES.iter().enumerate() {
+        let mut cpu = |i: usize| ms(median(&mut cpu_per_round[c * 3 + i]));
+        println!(
+            "| {} | {:.2} | {:.2} | {:.2} |",
+            case.name(),
+            cpu(0),
+            cpu(1),
+            cpu(2)
+        );
+    }
+}
+
+/// CPU time used so far by every thread of this process (user + system).
+fn process_cpu_time() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given; all-zero is a valid `rusage`.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let micros = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    Duration::from_micros(micros(usage.ru_utime) + micros(usage.ru_stime))
 }
 
 fn env_usize(name: &str) -> Option<usize> {

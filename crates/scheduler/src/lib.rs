@@ -47,7 +47,29 @@
 //! ```
 //!
 //! The free functions ([`parallel_for`], [`join`], …) act on the pool the calling thread works
-//! for, or else on a lazily built global pool sized by `PARBENCH_NUM_THREADS`.
+//! for or is [installed](ThreadPool::install) into, or else on a lazily built global pool sized by
+//! `PARBENCH_NUM_THREADS`.
+//!
+//! # Slices, for rayon users
+//!
+//! The slice algorithms hand out `&mut` elements and chunks, so code written with rayon's
+//! `par_iter_mut` or `par_chunks_mut` ports without `unsafe`: [`ThreadPool::for_each_mut`],
+//! [`ThreadPool::for_each_indexed_mut`], [`ThreadPool::par_chunks_mut`],
+//! [`ThreadPool::map_collect`] and [`ThreadPool::sort_unstable_by`] (with `_by_key` and plain
+//! variants), each also with an explicit strategy (`…_with`) and as a free function.
+//! [`ThreadPool::install`], [`ThreadPool::broadcast`], [`current_num_threads`] and the builder's
+//! start, exit and panic handlers complete rayon's pool API.
+//!
+//! ```
+//! let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build()?;
+//! let mut v: Vec<f64> = (0..10_000).map(f64::from).collect();
+//! pool.for_each_mut(&mut v, |x| *x = x.sqrt() * 1.5);
+//! pool.par_chunks_mut(&mut v, 512, |k, chunk| chunk[0] = k as f64);
+//! let mut keys = pool.map_collect(0..10_000, |i| (i * 7919) % 10_007);
+//! pool.sort_unstable(&mut keys);
+//! assert!(keys.windows(2).all(|w| w[0] <= w[1]));
+//! # Ok::<(), parbench_scheduler::BuildError>(())
+//! ```
 
 #![deny(missing_docs)]
 
