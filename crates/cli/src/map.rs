@@ -20,7 +20,8 @@ use parbench_kernels::{find_kernel, Kernel, KernelError, Params, PreparedKernel,
 use parbench_mapper::perf::{MixSource, Profile};
 use parbench_mapper::{
     declared_kernel_mixes, different_unit_partners, map_report, parse_topology_arg,
-    run_scenario_suite, Algorithm, InstructionMix, NamedMix, SuiteOutcome, Topology, Workload,
+    run_scenario_suite, Algorithm, InstructionMix, MapError, NamedMix, SuiteOutcome, Topology,
+    Workload,
 };
 
 use crate::args::{parse_count, parse_positive};
@@ -272,19 +273,32 @@ pub fn run(args: &MapArgs) -> Result<(), CliError> {
         ));
     }
     let threads = args.threads.unwrap_or(topology.pus().len());
-    let report = map_report(
+    let report = match map_report(
         &topology,
         &mixes,
         threads,
         algorithm,
         args.random_samples,
         args.seed,
-    )?;
+    ) {
+        Ok(report) => Some(report),
+        // The scenarios need no mapping: with more kernels than this machine has PUs (and no
+        // --threads asked for), say why there is no mapping and measure the scenarios anyway.
+        Err(
+            error @ (MapError::FewerThreadsThanWorkloads { .. } | MapError::TooManyThreads { .. }),
+        ) if args.scenarios && args.threads.is_none() => {
+            eprintln!("no mapping: {error}; measuring the scenarios only");
+            None
+        }
+        Err(error) => return Err(error.into()),
+    };
     write_stdout(|out| {
         for note in &notes {
             writeln!(out, "{note}")?;
         }
-        write!(out, "{report}")?;
+        if let Some(report) = &report {
+            write!(out, "{report}")?;
+        }
         if !topology.is_this_system() {
             writeln!(
                 out,

@@ -257,13 +257,40 @@ fn map_scenarios_run_only_on_real_smt_siblings() {
     ]);
     if here.has_smt_siblings() {
         eprintln!("SKIPPED: the no-SMT message: this machine has SMT siblings");
-        assert!(out.contains("C different-unit siblings"), "{out}");
+        assert!(out.contains("geomean"), "{out}");
     } else {
         assert!(
             out.contains("scenarios skipped: this machine has no SMT siblings"),
             "{out}"
         );
     }
+}
+
+#[test]
+fn map_scenarios_of_more_kernels_than_pus_measure_the_scenarios_without_a_mapping() {
+    let here = Topology::this_system().expect("hwloc discovers this machine");
+    if here.pus().len() >= 8 {
+        return eprintln!("SKIPPED: this machine has 8 or more PUs, the 8 kernels fit a mapping");
+    }
+    let (out, err) = cli_ok(&[
+        "map",
+        "--kernels",
+        "fp-add,fp-mul,fp-div,int-add,int-mul,int-div,branch,load-dep",
+        "--scenarios",
+        "--scenario-ms",
+        "1",
+        "--scenario-repetitions",
+        "1",
+    ]);
+    assert!(
+        err.contains("no mapping: ") && err.contains("scenarios only"),
+        "{err}"
+    );
+    assert!(!out.contains("model scores"), "{out}");
+    assert!(
+        out.contains("scenarios skipped") || out.contains("geomean"),
+        "{out}"
+    );
 }
 
 #[test]
