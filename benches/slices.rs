@@ -1,6 +1,6 @@
 //! The slice algorithms of parbench-scheduler against rayon and the sequential loop, on the same
 //! closures: `for_each_mut` on 10^6 f64 (`x = x.sqrt() * 1.5`), `map_collect` of 10^6 items,
-//! `par_chunks_mut` with 4 KiB chunks, and the sort of 10^7 random u64.
+//! `par_chunks_mut` with 4 KiB chunks, and the sort of 10^6 and 10^7 random u64.
 //!
 //! `cargo bench --bench slices` runs them under criterion. On a shared machine, where timings move
 //! between processes, the interleaved mode is the one to quote:
@@ -12,8 +12,8 @@
 //! runs every (case, implementation) pair once per round — the order rotating from round to
 //! round, so slow phases of the machine hit all of them alike — takes the median of a few timed
 //! repetitions as the round's value, and prints the median, minimum and maximum over the rounds
-//! with the speed-up over the sequential loop and the ratio to rayon, then the CPU time per run of
-//! all threads of the process (what a loaded machine cannot hide). `PARBENCH_SLICES_THREADS`
+//! with the speed-up over the sequential loop and the ratio to rayon, then the sorts' CPU time per
+//! run over all threads of the process (what a loaded machine cannot hide). `PARBENCH_SLICES_THREADS`
 //! sets the pool size (default 2).
 
 use std::hint::black_box;
@@ -55,13 +55,15 @@ enum Case {
     ForEachMut,
     MapCollect,
     ParChunksMut,
+    SortSmall,
     Sort,
 }
 
-const CASES: [Case; 4] = [
+const CASES: [Case; 5] = [
     Case::ForEachMut,
     Case::MapCollect,
     Case::ParChunksMut,
+    Case::SortSmall,
     Case::Sort,
 ];
 
@@ -71,6 +73,7 @@ impl Case {
             Case::ForEachMut => "for_each_mut 10^6 f64",
             Case::MapCollect => "map_collect 10^6",
             Case::ParChunksMut => "par_chunks_mut 4 KiB",
+            Case::SortSmall => "sort_unstable 10^6 u64",
             Case::Sort => "sort_unstable 10^7 u64",
         }
     }
@@ -79,6 +82,7 @@ impl Case {
     fn repetitions(self) -> usize {
         match self {
             Case::Sort => 3,
+            Case::SortSmall => 9,
             _ => 21,
         }
     }
@@ -138,8 +142,10 @@ impl Bench {
 
     /// Prepares the input of one run (not timed): the unsorted keys for a sort.
     fn prepare(&mut self, case: Case) {
-        if case == Case::Sort {
-            self.scratch.copy_from_slice(&self.keys);
+        match case {
+            Case::Sort => self.scratch.copy_from_slice(&self.keys),
+            Case::SortSmall => self.scratch[..ELEMENTS].copy_from_slice(&self.keys[..ELEMENTS]),
+            _ => {}
         }
     }
 
@@ -183,6 +189,13 @@ impl Bench {
                     .par_chunks_mut(CHUNK_LEN)
                     .for_each(|c| c.iter_mut().for_each(scale))
             }),
+            (Case::SortSmall, Implementation::Seq) => scratch[..ELEMENTS].sort_unstable(),
+            (Case::SortSmall, Implementation::Parbench) => {
+                pool.sort_unstable(&mut scratch[..ELEMENTS])
+            }
+            (Case::SortSmall, Implementation::Rayon) => {
+                rayon.install(|| scratch[..ELEMENTS].par_sort_unstable())
+            }
             (Case::Sort, Implementation::Seq) => scratch.sort_unstable(),
             (Case::Sort, Implementation::Parbench) => pool.sort_unstable(scratch),
             (Case::Sort, Implementation::Rayon) => rayon.install(|| scratch.par_sort_unstable()),
@@ -194,13 +207,16 @@ impl Bench {
 fn criterion_benches(c: &mut Criterion, bench: &mut Bench) {
     for case in CASES {
         let mut group = c.benchmark_group(case.name());
+        if case == Case::SortSmall {
+            group.sample_size(30);
+        }
         if case == Case::Sort {
             group.sample_size(10);
             group.measurement_time(Duration::from_secs(8));
         }
         for implementation in IMPLEMENTATIONS {
             group.bench_function(implementation.name(), |b| {
-                // The sort's input is restored before every run, outside the timed part.
+                // A sort's input is restored before every run, outside the timed part.
                 b.iter_custom(|iterations| {
                     (0..iterations)
                         .map(|_| {
@@ -283,11 +299,16 @@ fn interleaved(bench: &mut Bench, rounds: usize, threads: usize) {
     }
     // What a run costs in CPU, whatever the machine's load: with P free cores, the parallel wall
     // time cannot go below this divided by P (idle workers spinning for work are included).
+    // Only for the sorts: Linux adds a thread's CPU time to the process's total at scheduler ticks
+    // and context switches, so for millisecond runs the other workers' time is mostly missing.
     println!();
-    println!("CPU time per run, all threads of the process (median over rounds, ms)");
+    println!("CPU time per run, all threads of the process (median over rounds, ms; sorts only)");
     println!("| case | seq | parbench | rayon |");
     println!("|---|---|---|---|");
     for (c, case) in CASES.iter().enumerate() {
+        if !matches!(case, Case::Sort | Case::SortSmall) {
+            continue;
+        }
         let mut cpu = |i: usize| ms(median(&mut cpu_per_round[c * 3 + i]));
         println!(
             "| {} | {:.2} | {:.2} | {:.2} |",
