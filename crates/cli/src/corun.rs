@@ -192,11 +192,24 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
         output: ChildOutput::Stderr,
         ..CorunOptions::default()
     };
+    let mix_blind = specs.iter().all(|spec| spec.mix.is_none())
+        && (args.compare
+            || matches!(
+                options.algorithm,
+                Algorithm::InstructionAware | Algorithm::Algorithm1 { .. }
+            ));
     let header = |out: &mut dyn std::io::Write| -> std::io::Result<()> {
         write!(out, "topology: {topology}")?;
         writeln!(out, "{}", machine_note(&topology))?;
         for note in &notes {
             writeln!(out, "{note}")?;
+        }
+        if mix_blind {
+            writeln!(
+                out,
+                "note: no command has a known mix (--profile): the instruction-aware algorithms \
+                 have nothing to pair threads by and only spread them evenly"
+            )?;
         }
         Ok(())
     };

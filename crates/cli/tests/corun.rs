@@ -486,6 +486,7 @@ fn compare_reports_every_algorithm_normalised_to_os() {
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert!(out.contains("cannot show"), "{out}");
     assert!(out.contains("t(0.975, n−1)"), "{out}");
+    assert!(out.contains("no command has a known mix"), "{out}");
     let report = read_json(&path);
     let rows = report["comparison"]["rows"].as_array().unwrap();
     let names: Vec<&str> = rows
