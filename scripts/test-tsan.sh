@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Runs the test-suites of parbench-scheduler, parbench-kernels and parbench-atomics (unit and
+# integration tests; doc-tests are not run) under ThreadSanitizer, and fails on any report.
+#
+#  1. Gets the tools (as root, via apt): Debian's rustc 1.96 (`rustc-web`) with its library sources
+#     (`rust-web-src`, to rebuild std with TSan instrumentation), LLVM 19's TSan runtime
+#     (`libclang-rt-19-dev`) and `llvm-symbolizer` (`llvm-19`, so reports have file:line). If they
+#     cannot be installed it prints "SKIPPED: <reason>" and exits 0.
+#  2. rustc links the TSan runtime from `<sysroot>/lib/rustlib/<target>/lib/librustc-stable_rt.tsan.a`,
+#     which Debian does not ship; LLVM 19's `libclang_rt.tsan-x86_64.a` is that runtime. A private
+#     sysroot under target/ (links to /usr/lib/rustlib plus that one file) provides it without
+#     touching the system.
+#  3. `cargo test -Zbuild-std` in debug mode with `-Zsanitizer=thread` and
+#     `--cfg crossbeam_sanitize_thread` (crossbeam then replaces the fences TSan cannot see by
+#     equivalent release stores). TSAN_OPTIONS=halt_on_error=1: the first report fails the run.
+#     scripts/tsan/suppressions.txt lists the only suppressed (third-party, proven benign) races.
+#
+# The stress test runs a reduced number of rounds here (PARBENCH_STRESS_ROUNDS below); the full
+# 10 000-round run is the release-mode step of scripts/test.sh.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+
+target=x86_64-unknown-linux-gnu
+packages=(rustc-web rust-web-src libclang-rt-19-dev llvm-19)
+rustc_bin=${TSAN_RUSTC:-/usr/bin/rustc}
+tsan_runtime=/usr/lib/llvm-19/lib/clang/19/lib/linux/libclang_rt.tsan-x86_64.a
+symbolizer=/usr/lib/llvm-19/bin/llvm-symbolizer
+
+skip() {
+    echo "SKIPPED: $*"
+    exit 0
+}
+
+[[ $(uname -s) == Linux && $(uname -m) == x86_64 ]] || skip "ThreadSanitizer step is set up for x86-64 Linux only (this is $(uname -sm))"
+
+tools_present() {
+    [[ -x $rustc_bin ]] &&
+        [[ -d $("$rustc_bin" --print sysroot)/lib/rustlib/src/rust/library/std ]] &&
+        [[ -f $tsan_runtime && -x $symbolizer ]]
+}
+
+install_tools() {
+    [[ $(id -u) -eq 0 ]] || skip "TSan tools missing and not root, cannot apt-get install ${packages[*]}"
+    command -v apt-get >/dev/null || skip "TSan tools missing and no apt-get to install ${packages[*]}"
+    echo "== installing ${packages[*]}"
+    local apt=(apt-get -o DPkg::Lock::Timeout=600 -q)
+    "${apt[@]}" update || skip "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y "${packages[@]}" ||
+        skip "apt-get install ${packages[*]} failed"
+    tools_present || skip "packages installed but rustc, its library sources, the TSan runtime or llvm-symbolizer is still missing"
+}
+
+tools_present || install_tools
+
+# The private sysroot: every entry of the real one, plus the TSan runtime under rustc's name.
+real_sysroot=$("$rustc_bin" --print sysroot)
+sysroot=$repo/target/tsan-sysroot
+rm -rf "$sysroot"
+mkdir -p "$sysroot/lib/rustlib/$target/lib"
+for entry in "$real_sysroot"/lib/rustlib/*; do
+    [[ $(basename "$entry") == "$target" ]] || ln -s "$entry" "$sysroot/lib/rustlib/"
+done
+for entry in "$real_sysroot/lib/rustlib/$target"/*; do
+    [[ $(basename "$entry") == lib ]] || ln -s "$entry" "$sysroot/lib/rustlib/$target/"
+done
+ln -s "$real_sysroot/lib/rustlib/$target/lib"/* "$sysroot/lib/rustlib/$target/lib/"
+ln -sf "$tsan_runtime" "$sysroot/lib/rustlib/$target/lib/librustc-stable_rt.tsan.a"
+
+echo "== toolchain: $(cargo --version) driving $("$rustc_bin" --version), sysroot $sysroot"
+
+export RUSTC=$rustc_bin
+export RUSTC_BOOTSTRAP=1
+export RUSTFLAGS="-Zsanitizer=thread --cfg crossbeam_sanitize_thread --sysroot $sysroot"
+# Separate target dir: a different compiler and std would otherwise invalidate the host build.
+export CARGO_TARGET_DIR=$repo/target/tsan
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$repo/scripts/tsan/suppressions.txt external_symbolizer_path=$symbolizer"
+export PARBENCH_STRESS_ROUNDS=${PARBENCH_STRESS_ROUNDS:-60}
+
+cargo test -Zbuild-std --target "$target" --locked \
+    -p parbench-scheduler -p parbench-kernels -p parbench-atomics --tests
+echo "== ThreadSanitizer: no reports"
