@@ -310,6 +310,17 @@ pub fn spawn<F: FnOnce() + Send + 'static>(task: F) {
     pool::spawn_in(current_registry(), task);
 }
 
+/// [`ThreadPool::spawn_on`] on the current pool.
+///
+/// ```
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// parbench_scheduler::spawn_on(0, move || tx.send(7).unwrap()).unwrap();
+/// assert_eq!(rx.recv().unwrap(), 7);
+/// ```
+pub fn spawn_on<F: FnOnce() + Send + 'static>(index: usize, task: F) -> Result<(), SpawnError> {
+    pool::spawn_on_in(current_registry(), index, task)
+}
+
 /// The index of the calling thread in the pool it works for, or `None` outside any pool.
 ///
 /// ```

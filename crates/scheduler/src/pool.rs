@@ -1,13 +1,11 @@
 //! [`ThreadPool`]: the public face of a pool.
 
 use std::ops::Range;
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::error::SpawnError;
-use crate::job::{HeapJob, JobRef};
 use crate::registry::Registry;
 use crate::scope::Scope;
 use crate::strategy::{Body, Strategy, run_loop};
@@ -53,8 +51,19 @@ impl ThreadPool {
     }
 
     /// Stops the workers of a pool under construction or being dropped, and joins them.
+    ///
+    /// The workers first run every queued `spawn`/`spawn_on` task, and the tasks those spawn (see
+    /// `Registry::terminate`). The last handle of a pool may be dropped by one of its own workers
+    /// (a spawned task that owned it). Then nobody is joined: the other workers wait for the
+    /// running task — the one dropping the pool — to finish, and joining oneself would deadlock.
+    /// The workers exit on their own once every task has run; each holds its own reference to the
+    /// registry, so nothing they use is freed under them.
     pub(crate) fn shut_down(registry: &Registry, handles: Vec<JoinHandle<()>>) {
         registry.terminate();
+        let me = std::thread::current().id();
+        if handles.iter().any(|handle| handle.thread().id() == me) {
+            return;
+        }
         for handle in handles {
             // A worker never panics (jobs catch their panics); nothing to report if it did.
             let _ = handle.join();
@@ -141,12 +150,7 @@ impl ThreadPool {
         index: usize,
         task: F,
     ) -> Result<(), SpawnError> {
-        let num_threads = self.num_threads();
-        if index >= num_threads {
-            return Err(SpawnError::NoSuchThread { index, num_threads });
-        }
-        self.registry.push_to(index, detached_job(task));
-        Ok(())
+        spawn_on_in(&self.registry, index, task)
     }
 
     /// Calls `body(i)` for every `i` in `range`, in parallel, with the default strategy (Tree).
@@ -354,35 +358,23 @@ impl ThreadPool {
     }
 }
 
-/// Spawns a detached task on `registry`: on the current worker's deque if the caller is a worker
-/// of this pool, else on the injector. (An outside thread taking part in a call has a guest deque
-/// of its own, but only for the duration of the call: a detached task left there would be
-/// stranded once the call ends, so it goes to the injector.)
-pub(crate) fn spawn_in<F: FnOnce() + Send + 'static>(registry: &Registry, task: F) {
-    let job = detached_job(task);
-    if registry.current_thread_index().is_some() {
-        crate::registry::with_current_ctx(|ctx| ctx.push_local_and_wake(job));
-    } else {
-        registry.inject(job);
+/// Spawns a detached task for worker `index` of `registry` (see `Registry::spawn_detached`).
+pub(crate) fn spawn_on_in<F: FnOnce() + Send + 'static>(
+    registry: &Registry,
+    index: usize,
+    task: F,
+) -> Result<(), SpawnError> {
+    let num_threads = registry.num_threads();
+    if index >= num_threads {
+        return Err(SpawnError::NoSuchThread { index, num_threads });
     }
+    registry.spawn_detached(Some(index), task);
+    Ok(())
 }
 
-/// A job for a detached task whose panic goes to the pool's panic handler, if there is one.
-fn detached_job<F: FnOnce() + Send + 'static>(task: F) -> JobRef {
-    let run = move || {
-        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(task)) {
-            crate::registry::with_current_ctx(|ctx| {
-                if let Some(handler) = ctx.registry.panic_handler() {
-                    // A panicking handler is dropped like an unhandled panic (the hook printed
-                    // it): the worker must go on either way.
-                    let _ = panic::catch_unwind(AssertUnwindSafe(|| handler(payload)));
-                }
-            });
-        }
-    };
-    // SAFETY: `task` is 'static and the job is executed exactly once (the pool drains its queues
-    // before its workers exit).
-    unsafe { HeapJob::into_job_ref(run) }
+/// Spawns a detached task on `registry` (see `Registry::spawn_detached`).
+pub(crate) fn spawn_in<F: FnOnce() + Send + 'static>(registry: &Registry, task: F) {
+    registry.spawn_detached(None, task);
 }
 
 impl Drop for ThreadPool {

@@ -11,13 +11,14 @@
 //! injected into the pool and the caller just blocks.
 
 use std::cell::Cell;
+use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 
-use crate::job::{JobRef, StackJob};
+use crate::job::{HeapJob, JobRef, StackJob};
 use crate::latch::Latch;
 use crate::sleep::Sleep;
 use crate::timer;
@@ -91,6 +92,10 @@ pub(crate) struct Registry {
     active_guests: CachePadded<AtomicUsize>,
     pub(crate) sleep: Sleep,
     terminate: AtomicBool,
+    /// Detached tasks (`spawn`, `spawn_on`) queued or running: the workers of a dropped pool
+    /// exit only once this is zero, so every such task runs, including tasks spawned by tasks
+    /// while the pool shuts down.
+    detached: CachePadded<AtomicUsize>,
     spin_ticks: u64,
     timespan_ticks: AtomicU64,
     /// The same timespan as set, for reporting without tick-conversion rounding.
@@ -125,6 +130,7 @@ impl Registry {
             active_guests: CachePadded::new(AtomicUsize::new(0)),
             sleep: Sleep::new(num_threads),
             terminate: AtomicBool::new(false),
+            detached: CachePadded::new(AtomicUsize::new(0)),
             spin_ticks: timer::duration_to_ticks(spin_before_park),
             timespan_ticks: AtomicU64::new(0),
             timespan_nanos: AtomicU64::new(0),
@@ -277,9 +283,61 @@ impl Registry {
         self.sleep.wake_one();
     }
 
+    /// Queues a detached task (`spawn`, `spawn_on`): in worker `target`'s inbox if given; else on
+    /// the calling worker's own deque (stealable) if the caller is a worker of this pool; else on
+    /// the injector. A guest's deque is never used for it: the guest may leave its call before
+    /// anyone steals the task, and workers look at guest deques only while guests are active.
+    pub(crate) fn spawn_detached<F: FnOnce() + Send + 'static>(
+        &self,
+        target: Option<usize>,
+        task: F,
+    ) {
+        // Relaxed: the caller either owns the pool (so it is not being dropped) or runs inside
+        // it, in a task that a detached count or a call keeps the workers alive for; the
+        // decrement that may reach zero is a read-modify-write and sees this increment.
+        self.detached.fetch_add(1, Ordering::Relaxed);
+        let done = DetachedDone(self);
+        let run = move || {
+            let _done = done;
+            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(task)) {
+                with_current_ctx(|ctx| {
+                    if let Some(handler) = ctx.registry.panic_handler() {
+                        // A panicking handler is dropped like an unhandled panic (the hook
+                        // printed it): the worker must go on either way.
+                        let _ = panic::catch_unwind(AssertUnwindSafe(|| handler(payload)));
+                    }
+                });
+            }
+        };
+        // SAFETY: `run` is 'static, so it borrows nothing that could die first; the job is
+        // executed exactly once, because the workers of this pool exit only when no detached
+        // task is left (see `worker_main`), and every queued job is executed by whoever takes it.
+        let job = unsafe { HeapJob::into_job_ref(run) };
+        if let Some(index) = target {
+            self.push_to(index, job);
+            return;
+        }
+        let current = CURRENT.get();
+        // SAFETY: CURRENT points to a live context while its thread is inside an operation.
+        match unsafe { current.as_ref() } {
+            Some(ctx) if ptr::eq(ctx.registry, self) && matches!(ctx.slot, Slot::Worker(_)) => {
+                ctx.push_local_and_wake(job);
+            }
+            _ => self.inject(job),
+        }
+    }
+
     pub(crate) fn terminate(&self) {
+        // SeqCst: read by the workers' exit condition (`may_exit`) inside the sleep protocol, and
+        // totally ordered with the last detached task's decrement (see `DetachedDone`).
         self.terminate.store(true, Ordering::SeqCst);
         self.sleep.wake_all();
+    }
+
+    /// Whether a worker may exit: the pool was dropped and no detached task is left.
+    fn may_exit(&self) -> bool {
+        // SeqCst: pairs with `terminate` and `DetachedDone` (see there).
+        self.terminate.load(Ordering::SeqCst) && self.detached.load(Ordering::SeqCst) == 0
     }
 
     /// The loop of worker thread `index`; returns after the pool was dropped and no work is left.
@@ -287,8 +345,9 @@ impl Registry {
         self.sleep.register_current(index);
         let ctx = WorkerCtx::new(self, Slot::Worker(index), deque);
         let _scope = ContextScope::enter(&ctx);
-        // SeqCst: pairs with the store in `terminate`, read inside the sleep protocol.
-        ctx.wait_until(None, &|| self.terminate.load(Ordering::SeqCst));
+        ctx.wait_until(None, &|| self.may_exit());
+        // Nothing is queued any more (every queued job belongs to a detached task or to a call
+        // made inside one); this only guards against a job this reasoning missed.
         while let Some(job) = ctx.find_work() {
             // SAFETY: every job in the queues is executed exactly once, by whoever takes it.
             unsafe { job.execute() };
@@ -334,6 +393,30 @@ impl Registry {
             || self.stealers.iter().any(|s| !s.is_empty())
             || (self.active_guests.load(Ordering::Relaxed) > 0
                 && self.guests.iter().any(|g| !g.stealer.is_empty()))
+    }
+}
+
+/// Releases a detached task's count when the task has run (also if it panicked).
+struct DetachedDone(*const Registry);
+
+// SAFETY: the registry is `Sync`; the pointer is only used while the registry is alive (see Drop).
+unsafe impl Send for DetachedDone {}
+
+impl Drop for DetachedDone {
+    fn drop(&mut self) {
+        // SAFETY: the task runs on a worker of this registry, which holds a reference to the
+        // registry until it exits, and it does not exit before this count is released (or on a
+        // guest, whose call borrows the pool). So the registry is alive here, also after the
+        // decrement, for the wake-up below.
+        let registry = unsafe { &*self.0 };
+        // SeqCst: with the SeqCst store in `terminate`, either this thread sees `terminate` (and
+        // wakes the workers itself) or `terminate` comes later in the single total order and its
+        // own `wake_all` lets the workers re-check `may_exit`, which then reads this decrement.
+        if registry.detached.fetch_sub(1, Ordering::SeqCst) == 1
+            && registry.terminate.load(Ordering::SeqCst)
+        {
+            registry.sleep.wake_all();
+        }
     }
 }
 
