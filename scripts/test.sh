@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check and test of parbench: formatting, clippy, the workspace's unit, integration and
-# doc tests, the loom model of the scheduler's completion protocol, the aarch64 emulation tests of
+# doc tests, the loom model of the scheduler's completion protocol, ThreadSanitizer (test-tsan.sh),
+# the release-mode oversubscribed stress test, the aarch64 emulation tests of
 # the atomics crate, and a compile of all benchmarks. Installs what it needs (see deps.sh).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,6 +26,13 @@ cargo test --workspace --locked 2>&1 | tee target/test-output.txt
 step "loom model of the scheduler's completion protocol"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p parbench-scheduler --release --lib --locked loom_
+
+step "ThreadSanitizer over the scheduler, kernels and atomics test-suites (fails on any report)"
+scripts/test-tsan.sh
+
+step "oversubscribed stress of the scheduler (release, 10 000 rounds, pools of 64 and 256 threads)"
+PARBENCH_STRESS_ROUNDS=10000 cargo test -p parbench-scheduler --release --locked --test stress \
+    -- --nocapture 2>&1 | tee -a target/test-output.txt
 
 step "aarch64 emulation tests and instruction check of parbench-atomics"
 scripts/test-aarch64.sh

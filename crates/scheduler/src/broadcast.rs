@@ -143,7 +143,7 @@ fn broadcast_in<R: Send>(
         }
         // SAFETY: the caller's own count of the root, released once.
         unsafe { root_ref.complete() };
-        ctx.wait_for(&latch);
+        ctx.wait_for(&latch, crate::WaitKind::Broadcast);
     });
     if let Some(payload) = first_panic.into_inner().unwrap_or_else(|e| e.into_inner()) {
         panic::resume_unwind(payload);

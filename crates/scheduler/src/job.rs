@@ -58,7 +58,8 @@ impl<F: FnOnce() + Send> HeapJob<F> {
     /// executed exactly once (otherwise the box leaks).
     pub(crate) unsafe fn into_job_ref(func: F) -> JobRef {
         unsafe fn execute<F: FnOnce() + Send>(pointer: *const ()) {
-            // SAFETY: `pointer` came from `Box::into_raw` below and is executed once.
+            // SAFETY: `pointer` came from `Box::into_raw` below and is executed once; the job owns
+            // its box, so this thread — the one executing it — is the only one that frees it.
             let job = unsafe { Box::from_raw(pointer as *mut HeapJob<F>) };
             // A panic must not unwind into the worker loop; internal jobs catch their own panics
             // and report them to their call, so only a panic in a detached `spawn` lands here, where
@@ -100,6 +101,7 @@ pub(crate) struct StackJob<F, R> {
 
 // SAFETY: `func` and `result` are accessed by one thread at a time: the executing thread before it
 // sets the latch, the owner after it observed the latch (Acquire) or after it took the job back.
+// The owner frees the job (leaves the frame it lives in) only after one of those two events.
 unsafe impl<F: Send, R: Send> Sync for StackJob<F, R> {}
 
 impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
@@ -115,7 +117,9 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
     /// `self` must stay alive (its owner waits on `latch`) until the job has executed.
     pub(crate) unsafe fn as_job_ref(&self) -> JobRef {
         unsafe fn execute<F: FnOnce() -> R + Send, R: Send>(pointer: *const ()) {
-            // SAFETY: the owner keeps the StackJob alive until the latch is set.
+            // SAFETY: the owner (the thread that created the job and waits for it) frees it by
+            // leaving its frame, which it does only after it saw the latch set; the latch is set
+            // last below, and `this` is not touched after that.
             let this = unsafe { &*(pointer as *const StackJob<F, R>) };
             // SAFETY: only the executing thread touches `func`/`result` before the latch is set.
             let func = unsafe { (*this.func.get()).take() };
@@ -127,6 +131,8 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
                 // SAFETY: as above.
                 unsafe { *this.result.get() = result };
             }
+            // From here on the owner may free `this`: nothing of it is used after this call,
+            // and `Latch::set` itself touches the latch only up to the store that sets it.
             Latch::set(&this.latch);
         }
         JobRef {

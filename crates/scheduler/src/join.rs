@@ -43,7 +43,7 @@ where
                 // SAFETY: every job in the queues is executed exactly once, by whoever takes it.
                 Some(job) => unsafe { job.execute() },
                 None => {
-                    ctx.wait_for(&job_b.latch);
+                    ctx.wait_for(&job_b.latch, crate::WaitKind::Join);
                     break;
                 }
             }

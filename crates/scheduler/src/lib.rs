@@ -88,6 +88,7 @@ mod scan;
 mod scope;
 mod sleep;
 mod slice;
+mod snapshot;
 mod strategy;
 mod timer;
 mod tune;
@@ -109,6 +110,7 @@ pub use slice::{
     map_collect_with, par_chunks_mut, par_chunks_mut_with, sort_unstable, sort_unstable_by,
     sort_unstable_by_key, sort_unstable_by_with,
 };
+pub use snapshot::{PoolSnapshot, WaitKind, WorkerSnapshot, WorkerState};
 pub use strategy::{Grain, Handoff, Strategy, TreeConfig, TreeTimespan, tree_handoffs};
 pub use tune::{DEFAULT_TUNING_ROUNDS, sched_time_probe, tune_timespan};
 

@@ -94,6 +94,13 @@ impl ThreadPool {
         self.registry.current_thread_index()
     }
 
+    /// A racy picture of what the pool's threads are doing: each worker's state, the calls waiting
+    /// on its stack, its queue lengths, and the pool's outside callers — for diagnosing a hang
+    /// (print it from a watchdog thread). See [`PoolSnapshot`](crate::PoolSnapshot).
+    pub fn snapshot(&self) -> crate::PoolSnapshot {
+        self.registry.snapshot()
+    }
+
     /// The tree strategy's timespan (calibrated at build time or fixed by the builder).
     ///
     /// ```

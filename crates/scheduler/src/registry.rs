@@ -21,6 +21,7 @@ use crossbeam_utils::CachePadded;
 use crate::job::{HeapJob, JobRef, StackJob};
 use crate::latch::Latch;
 use crate::sleep::Sleep;
+use crate::snapshot::{PoolSnapshot, WaitKind, WorkerSnapshot};
 use crate::timer;
 
 /// How many outside threads can take part in calls at the same time (more just block).
@@ -74,7 +75,10 @@ struct GuestSlot {
 }
 
 // SAFETY: `deque` (not `Sync`) is only used by the thread that claimed the slot, between its
-// Acquire claim and its Release un-claim; `stealer` is `Sync`.
+// Acquire claim and its Release un-claim; `stealer` is `Sync`. Slots live as long as the registry
+// and are never freed while a guest holds one (a guest is inside a call that borrows the pool).
+// A guest leaves with an empty deque: every job on it belongs to a call on its stack, which waited
+// for it (detached tasks never go there; see `spawn_detached`).
 unsafe impl Sync for GuestSlot {}
 
 /// Shared state of one pool.
@@ -240,7 +244,8 @@ impl Registry {
             // SAFETY: the job runs on a worker of this pool, inside its context.
             op(unsafe { &*current })
         });
-        // SAFETY: we wait for the latch below before `job` goes out of scope.
+        // SAFETY: `job` lives in this frame, which this thread leaves only after it saw the latch
+        // set below — the worker that runs the job touches nothing of it after setting it.
         self.injector.push(unsafe { job.as_job_ref() });
         self.sleep.wake_one();
         while !job.latch.probe() {
@@ -332,6 +337,35 @@ impl Registry {
         // totally ordered with the last detached task's decrement (see `DetachedDone`).
         self.terminate.store(true, Ordering::SeqCst);
         self.sleep.wake_all();
+    }
+
+    /// A racy picture of the pool's state (see [`PoolSnapshot`]).
+    pub(crate) fn snapshot(&self) -> PoolSnapshot {
+        let workers = (0..self.num_threads())
+            .map(|index| {
+                let (state, waits) = self.sleep.state(index);
+                WorkerSnapshot {
+                    index,
+                    state,
+                    waits,
+                    innermost_wait: self.sleep.innermost_wait(index),
+                    deque: self.stealers[index].len(),
+                    inbox: self.inboxes[index].len(),
+                }
+            })
+            .collect();
+        PoolSnapshot {
+            workers,
+            injected: self.injector.len(),
+            detached: self.detached.load(Ordering::Relaxed),
+            guests: self
+                .guests
+                .iter()
+                .filter(|guest| guest.claimed.load(Ordering::Relaxed))
+                .map(|guest| guest.stealer.len())
+                .collect(),
+            terminating: self.terminate.load(Ordering::Relaxed),
+        }
     }
 
     /// Whether a worker may exit: the pool was dropped and no detached task is left.
@@ -667,19 +701,33 @@ impl<'r> WorkerCtx<'r> {
         }
     }
 
-    /// Executes tasks until `latch` is set.
-    pub(crate) fn wait_for(&self, latch: &Latch) {
+    /// Executes tasks until `latch` is set; `kind` says what the call waits for (diagnostics).
+    pub(crate) fn wait_for(&self, latch: &Latch, kind: WaitKind) {
         if latch.probe() {
             return;
         }
-        struct Depth;
-        impl Drop for Depth {
+        struct Depth<'a, 'r> {
+            ctx: &'a WorkerCtx<'r>,
+            outer: Option<WaitKind>,
+        }
+        impl Drop for Depth<'_, '_> {
             fn drop(&mut self) {
                 WAIT_DEPTH.set(WAIT_DEPTH.get() - 1);
+                if let Slot::Worker(index) = self.ctx.slot {
+                    self.ctx.registry.sleep.note_wait(index, None, self.outer);
+                }
             }
         }
         WAIT_DEPTH.set(WAIT_DEPTH.get() + 1);
-        let _depth = Depth;
+        let outer = match self.slot {
+            Slot::Worker(index) => {
+                let outer = self.registry.sleep.innermost_wait(index);
+                self.registry.sleep.note_wait(index, Some(kind), None);
+                outer
+            }
+            Slot::Guest(_) => None,
+        };
+        let _depth = Depth { ctx: self, outer };
         self.wait_until(Some(latch), &|| latch.probe());
     }
 }

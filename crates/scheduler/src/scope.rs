@@ -44,8 +44,9 @@ pub struct Scope<'scope> {
     marker: InvariantScope<'scope>,
 }
 
-// SAFETY: the registry outlives the scope (the scope's thread is inside one of its contexts);
-// everything shared is an atomic count or a mutex.
+// SAFETY: the registry outlives the scope (the scope's thread is inside one of its contexts, and
+// the pool cannot be dropped while a call borrows it); everything shared is an atomic count or a
+// mutex, and the scope itself is freed by its owner only after its latch is set (see `spawn`).
 unsafe impl Send for Scope<'_> {}
 // SAFETY: as above.
 unsafe impl Sync for Scope<'_> {}
@@ -88,11 +89,14 @@ impl<'scope> Scope<'scope> {
         let this = ScopeRef(self);
         let run = move || {
             let this = this;
-            // SAFETY: the job holds a count of the scope's node, so `scope` waits for it before
-            // the scope (and anything the task borrows) goes away.
+            // SAFETY: the scope lives in the frame of the thread that called `scope`, which frees
+            // it by returning — only after the scope's latch is set, which needs this job's count
+            // of the node. So the scope (and anything the task borrows) is alive until the
+            // `complete` below.
             let scope = unsafe { &*this.0 };
             scope.run_task(task);
-            // SAFETY: releases the count taken in `spawn`.
+            // SAFETY: releases the count taken in `spawn`; after it the scope's owner may return
+            // at once, so neither `scope` nor anything borrowed from it is used below.
             unsafe { CountNode::complete(&scope.node) };
         };
         // SAFETY: as above, everything `task` borrows outlives the scope's wait.
@@ -123,7 +127,7 @@ where
         let result = panic::catch_unwind(AssertUnwindSafe(|| op(&scope)));
         // SAFETY: the scope's own count, held since `CountNode::root`.
         unsafe { CountNode::complete(&scope.node) };
-        ctx.wait_for(&latch);
+        ctx.wait_for(&latch, crate::WaitKind::Scope);
         let task_panic = scope.panic.lock().unwrap_or_else(|e| e.into_inner()).take();
         match (result, task_panic) {
             (Err(payload), _) | (Ok(_), Some(payload)) => panic::resume_unwind(payload),

@@ -23,9 +23,16 @@
 //! thread's park token, so an unpark that arrives between the re-check and `park` is not lost
 //! either. Latches unpark their waiter directly (see `latch.rs`); a worker waiting on a latch
 //! sleeps through this same protocol, so work handed to it still wakes it.
+//!
+//! Lifetimes: the per-worker state and thread handles here belong to the registry, which every
+//! worker and every calling context keeps alive (workers hold an `Arc` until they exit; callers
+//! borrow the pool), so a waker never touches freed memory. Unparking a thread that has exited
+//! is harmless (the handle keeps the thread's record alive).
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicUsize, Ordering, fence};
+
+use crate::snapshot::{WaitKind, WorkerState};
 use std::thread::{self, Thread};
 
 use crossbeam_utils::CachePadded;
@@ -36,6 +43,10 @@ struct WorkerSleep {
     /// Running a task (not looking for work): work handed to this worker would wait.
     busy: AtomicBool,
     thread: OnceLock<Thread>,
+    /// Diagnostics only (`ThreadPool::snapshot`): latch waits on the worker's stack and the kind
+    /// of the innermost one (`WaitKind` as `1 + index`, 0 for none).
+    waits: AtomicU32,
+    innermost_wait: AtomicU8,
 }
 
 /// The sleep state of all workers of a pool.
@@ -53,6 +64,8 @@ impl Sleep {
                         asleep: AtomicBool::new(false),
                         busy: AtomicBool::new(false),
                         thread: OnceLock::new(),
+                        waits: AtomicU32::new(0),
+                        innermost_wait: AtomicU8::new(0),
                     })
                 })
                 .collect(),
@@ -129,6 +142,51 @@ impl Sleep {
                 return;
             }
         }
+    }
+
+    /// Records that worker `index` starts (`Some`) or ends (`None`, restoring `outer`) a wait on a
+    /// latch. Diagnostics only, so Relaxed.
+    pub(crate) fn note_wait(&self, index: usize, kind: Option<WaitKind>, outer: Option<WaitKind>) {
+        let worker = &self.workers[index];
+        let encode = |kind: Option<WaitKind>| kind.map_or(0, |kind| 1 + kind as u8);
+        match kind {
+            Some(kind) => {
+                worker.waits.fetch_add(1, Ordering::Relaxed);
+                worker
+                    .innermost_wait
+                    .store(encode(Some(kind)), Ordering::Relaxed);
+            }
+            None => {
+                worker.waits.fetch_sub(1, Ordering::Relaxed);
+                worker
+                    .innermost_wait
+                    .store(encode(outer), Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The kind of worker `index`'s innermost wait, if any.
+    pub(crate) fn innermost_wait(&self, index: usize) -> Option<WaitKind> {
+        match self.workers[index].innermost_wait.load(Ordering::Relaxed) {
+            1 => Some(WaitKind::Loop),
+            2 => Some(WaitKind::Join),
+            3 => Some(WaitKind::Scope),
+            4 => Some(WaitKind::Broadcast),
+            _ => None,
+        }
+    }
+
+    /// What worker `index` does, and how many latch waits are on its stack (diagnostics).
+    pub(crate) fn state(&self, index: usize) -> (WorkerState, u32) {
+        let worker = &self.workers[index];
+        let state = if worker.asleep.load(Ordering::Relaxed) {
+            WorkerState::Parked
+        } else if worker.busy.load(Ordering::Relaxed) {
+            WorkerState::RunningTask
+        } else {
+            WorkerState::LookingForWork
+        };
+        (state, worker.waits.load(Ordering::Relaxed))
     }
 
     /// Wakes every worker (pool shutdown).

@@ -352,6 +352,11 @@ impl NodeRef {
 
 /// Makes a job that runs `work` in the executing thread's context, then releases `count`.
 ///
+/// Who frees what: the call's state (`LoopCall`), its root node and latch live in the frame of
+/// the thread that made the call (`run_loop`), which it leaves only after the root latch is set;
+/// that needs this job's count, which is released last — `work` and everything it captured are
+/// consumed before, and nothing is touched after `complete`.
+///
 /// # Safety
 /// `count` must be held for the job, and everything `work` borrows must outlive the call (the call
 /// waits for its root latch, which needs this count).
@@ -400,7 +405,7 @@ pub(crate) fn run_loop(
             Strategy::Guided { min_chunk } => guided::run(ctx, &call, root_ref, range, *min_chunk),
             Strategy::Simple { grain } => simple::run(ctx, &call, root_ref, range, *grain),
         }
-        ctx.wait_for(&latch);
+        ctx.wait_for(&latch, crate::WaitKind::Loop);
         call.take_panic()
     });
     if let Some(payload) = panic {
