@@ -376,7 +376,17 @@ mod tests {
         );
         let capacity = thread_capacity(None).expect("Linux limits are readable");
         assert!(capacity.available() >= 256, "{capacity:?}");
-        let tightest = all.iter().map(|c| c.available).min();
-        assert_eq!(Some(capacity.available()), tightest, "{all:?}");
+        // The tightest limit, read again: other threads of the test process may map or unmap a
+        // few pages in between, so the counts may differ slightly, the binding limit not.
+        let tightest = all.iter().min_by_key(|c| c.available).expect("limits");
+        assert_eq!(
+            std::mem::discriminant(&capacity.limit),
+            std::mem::discriminant(&tightest.limit),
+            "{all:?}"
+        );
+        assert!(
+            capacity.available().abs_diff(tightest.available) <= 64,
+            "{capacity:?} vs {all:?}"
+        );
     }
 }

@@ -21,6 +21,10 @@ where
     if crate::registry::must_run_sequentially() {
         return (a(), b());
     }
+    if registry.num_threads() == 1 {
+        // Nobody could steal `b`: run both here, in the pool's context, `b` only if `a` returned.
+        return registry.in_context(|_| (a(), b()));
+    }
     registry.in_context(|ctx| {
         let job_b = StackJob::new(b);
         // SAFETY: `job_b` outlives its execution: below we either take it back or wait for its

@@ -295,3 +295,38 @@ fn pool_and_strategy_have_the_promised_traits() {
     clone_debug_default::<parbench_scheduler::Strategy>();
     clone_debug_default::<parbench_scheduler::TreeConfig>();
 }
+
+#[test]
+fn a_one_thread_pool_runs_calls_inline_on_the_caller_and_keeps_nested_calls_in_the_pool() {
+    let pool = ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let caller = std::thread::current().id();
+    for strategy in [
+        parbench_scheduler::Strategy::default(),
+        parbench_scheduler::Strategy::Static,
+        parbench_scheduler::Strategy::Simple { grain: 1 },
+    ] {
+        let order = std::sync::Mutex::new(Vec::new());
+        pool.parallel_for_with(&strategy, 0..100, |i| {
+            assert_eq!(std::thread::current().id(), caller, "{strategy:?}");
+            // A nested free-function call stays in this pool.
+            assert_eq!(parbench_scheduler::current_num_threads(), 1);
+            parbench_scheduler::parallel_for(0..3, |_| {});
+            order.lock().unwrap().push(i);
+        });
+        // Inline, so in order: no hand-off, timespan or balancing task reordered anything.
+        assert_eq!(order.into_inner().unwrap(), (0..100).collect::<Vec<_>>());
+    }
+    let (a, b) = pool.join(
+        || std::thread::current().id(),
+        || std::thread::current().id(),
+    );
+    assert_eq!((a, b), (caller, caller));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pool.parallel_for(0..10, |i| {
+            if i == 3 {
+                panic!("three");
+            }
+        })
+    }));
+    assert!(result.is_err(), "the panic propagates");
+}

@@ -182,6 +182,16 @@ pub(crate) enum Body<'a> {
     Chunks(&'a (dyn Fn(Range<usize>) + Sync)),
 }
 
+impl Body<'_> {
+    /// Runs the whole range on the calling thread, in order.
+    fn run_all(self, range: Range<usize>) {
+        match self {
+            Body::Index(body) => range.for_each(body),
+            Body::Chunks(body) => body(range),
+        }
+    }
+}
+
 /// The shared state of one parallel loop call; lives in the caller's frame.
 pub(crate) struct LoopCall<'a> {
     body: Body<'a>,
@@ -385,10 +395,14 @@ pub(crate) fn run_loop(
         return;
     }
     if crate::registry::must_run_sequentially() {
-        match body {
-            Body::Index(body) => range.for_each(body),
-            Body::Chunks(body) => body(range),
-        }
+        body.run_all(range);
+        return;
+    }
+    if registry.num_threads() == 1 {
+        // One thread: nothing to hand out or balance, so no hand-off, timespan or tasks — the
+        // body runs inline, inside the pool's context (so calls nested in it stay in this pool)
+        // and with the same panic behaviour (the first panic stops the loop and propagates).
+        registry.in_context(|_| body.run_all(range));
         return;
     }
     let panic = registry.in_context(|ctx| {
