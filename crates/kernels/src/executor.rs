@@ -72,6 +72,16 @@ pub trait Executor: Send + Sync {
     ) -> Result<(), ExecutorError>;
     /// Runs `task(i)` for every `i` in `0..n` in parallel (one task per item) and waits for all.
     ///
+    /// The construct each scheduler uses (the task kernels nqueens, qap, floorplan, round and
+    /// smt call this, nested several levels deep):
+    /// * every parbench-scheduler strategy — the same way for all: a parallel loop over `0..n` with
+    ///   that strategy (`parallel_for_chunks_with`). An outermost call is distributed by the
+    ///   strategy; a nested one (from inside a task) under `tree` is split into stealable halves
+    ///   at once ([`parbench_scheduler::NestedCalls::Split`]), under the others by the strategy;
+    /// * `rayon`: `(0..n).into_par_iter().try_for_each` inside the pool (rayon's adaptive splitting);
+    /// * `spawn`: one OS thread per task, joined by the caller (`std::async(launch::async)`);
+    /// * `seq`: a plain loop.
+    ///
     /// # Errors
     /// The first error a task returned, or [`ExecutorError::Spawn`] if a task could not start.
     fn for_each_task(

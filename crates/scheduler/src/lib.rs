@@ -111,7 +111,9 @@ pub use slice::{
     sort_unstable_by_key, sort_unstable_by_with,
 };
 pub use snapshot::{PoolSnapshot, WaitKind, WorkerSnapshot, WorkerState};
-pub use strategy::{Grain, Handoff, Strategy, TreeConfig, TreeTimespan, tree_handoffs};
+pub use strategy::{
+    Grain, Handoff, NestedCalls, Strategy, TreeConfig, TreeTimespan, tree_handoffs,
+};
 pub use tune::{DEFAULT_TUNING_ROUNDS, sched_time_probe, tune_timespan};
 
 use global::current_registry;

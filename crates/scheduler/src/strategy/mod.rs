@@ -124,6 +124,8 @@ pub struct TreeConfig {
     pub timespan: TreeTimespan,
     /// How balancing tasks are sized.
     pub grain: Grain,
+    /// How a call made from inside the pool (a loop body, a task) is run.
+    pub nested: NestedCalls,
 }
 
 impl Default for TreeConfig {
@@ -132,8 +134,37 @@ impl Default for TreeConfig {
             arity: 2,
             timespan: TreeTimespan::Pool,
             grain: Grain::Adaptive,
+            nested: NestedCalls::Split,
         }
     }
+}
+
+/// How the tree strategy runs a call made from inside the pool — from a loop body, a `join` or
+/// `scope` closure, or a spawned task — as opposed to an outermost call from outside it.
+///
+/// An outermost loop is where the tree distribution pays: all threads are idle, the hand-off
+/// reaches them in `⌈log_K P⌉` steps, and the timespan keeps a balanced loop free of tasks. Inside
+/// the pool the other threads are busy with the outer call's work; a nested hand-off would queue
+/// shares in their inboxes and every level would wait out a timespan before anything became
+/// stealable — which made the nested task kernels (nqueens, qap, floorplan) slowest on tree.
+///
+/// ```
+/// use parbench_scheduler::{NestedCalls, Strategy, TreeConfig};
+/// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+/// let as_outermost = Strategy::Tree(TreeConfig { nested: NestedCalls::Tree, ..TreeConfig::default() });
+/// let total = pool.parallel_reduce_with(&as_outermost, 0..10, || 0, |i| {
+///     pool.parallel_reduce_with(&as_outermost, 0..10, || 0, |j| i * j, |a, b| a + b)
+/// }, |a, b| a + b);
+/// assert_eq!(total, 45 * 45);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NestedCalls {
+    /// Stealable at once: recursive halving into tasks on the calling thread's deque, down to
+    /// `⌈n / (4·P)⌉` iterations (n iterations, P threads); no hand-off, no timespan (the default).
+    #[default]
+    Split,
+    /// Exactly like an outermost call: tree hand-off, timespan, adaptive grain (the ablation).
+    Tree,
 }
 
 /// The timespan a tree-distributed thread runs before it creates balancing tasks.
@@ -405,6 +436,8 @@ pub(crate) fn run_loop(
         registry.in_context(|_| body.run_all(range));
         return;
     }
+    // Decided before entering: inside this pool already means called from a body or a task.
+    let nested = registry.current_context_is_this();
     let panic = registry.in_context(|ctx| {
         let call = LoopCall::new(ctx, body);
         let latch = Latch::new();
@@ -413,6 +446,10 @@ pub(crate) fn run_loop(
         // Every strategy releases the caller's own count of the root (held since
         // `CountNode::root`) when the caller's part is done.
         match strategy {
+            Strategy::Tree(config) if nested && config.nested == NestedCalls::Split => {
+                let grain = range.len().div_ceil(4 * registry.num_threads());
+                simple::run(ctx, &call, root_ref, range, grain);
+            }
             Strategy::Tree(config) => tree::run(ctx, &call, root_ref, range, config),
             Strategy::Static => static_blocks::run(ctx, &call, root_ref, range),
             Strategy::Dynamic { chunk } => dynamic::run(ctx, &call, root_ref, range, *chunk),
