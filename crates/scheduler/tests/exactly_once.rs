@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use fixtures::{Hits, all_strategies, pool};
+use fixtures::{Hits, SplitMix, all_strategies, pool};
 use parbench_scheduler::Strategy;
 
 fn sizes(threads: usize) -> Vec<Range<usize>> {
@@ -143,23 +143,6 @@ fn nested_calls_use_no_extra_threads() {
     assert!(seen.into_inner().unwrap().len() <= 3);
 }
 
-/// A small deterministic generator for the stress test.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> usize {
-        (self.next() % n) as usize
-    }
-}
-
 fn random_delay(seed: usize) {
     if seed % 97 == 0 {
         std::thread::sleep(Duration::from_micros(20));
@@ -181,7 +164,7 @@ fn stress_randomized_rounds_each_index_once() {
             s.spawn(move || {
                 let mut rng = SplitMix(caller * 7919 + 1);
                 for round in 0..500 {
-                    let strategy: &Strategy = &strategies[rng.below(strategies.len() as u64)];
+                    let strategy: &Strategy = &strategies[rng.below(strategies.len())];
                     let start = rng.below(1000);
                     let len = match rng.below(4) {
                         0 => rng.below(4),

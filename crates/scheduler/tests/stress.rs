@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak, mpsc};
 use std::time::Duration;
 
-use fixtures::all_strategies;
+use fixtures::{SplitMix, all_strategies};
 use parbench_scheduler::{Strategy, ThreadPool, ThreadPoolBuilder, Timespan};
 
 /// A round that takes longer than this is hung (a healthy one takes milliseconds to seconds).
@@ -34,23 +34,6 @@ const ROUNDS_PER_POOL: usize = 8;
 
 /// The payload of an injected panic: the leaf that fired it.
 struct Injected(usize);
-
-/// A small deterministic generator (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// What a plan node does.
 enum Plan {
@@ -86,7 +69,7 @@ impl Ids {
     }
 }
 
-fn random_plan(rng: &mut Rng, ids: &mut Ids, depth: usize, strategies: &[Strategy]) -> Plan {
+fn random_plan(rng: &mut SplitMix, ids: &mut Ids, depth: usize, strategies: &[Strategy]) -> Plan {
     let choice = match depth {
         3 => 9,
         0 => rng.below(5),
@@ -202,7 +185,7 @@ fn leaves(plan: &Plan, out: &mut Vec<usize>) {
     }
 }
 
-fn build_pool(threads: usize, rng: &mut Rng) -> ThreadPool {
+fn build_pool(threads: usize, rng: &mut SplitMix) -> ThreadPool {
     ThreadPoolBuilder::new()
         .num_threads(threads)
         .timespan(Timespan::Fixed(Duration::from_micros(
@@ -327,7 +310,7 @@ fn oversubscribed_pools_of_64_and_256_threads_lose_nothing() {
     silence_injected_panics();
     let rounds = rounds();
     let strategies = all_strategies();
-    let mut rng = Rng(0x5EED_2026);
+    let mut rng = SplitMix(0x5EED_2026);
     let watchdog = Watchdog::start();
     let ran = Arc::new(AtomicUsize::new(0));
     let mut spawned_before_pool = 0usize;
