@@ -77,8 +77,8 @@ struct GuestSlot {
 // SAFETY: `deque` (not `Sync`) is only used by the thread that claimed the slot, between its
 // Acquire claim and its Release un-claim; `stealer` is `Sync`. Slots live as long as the registry
 // and are never freed while a guest holds one (a guest is inside a call that borrows the pool).
-// A guest leaves with an empty deque: every job on it belongs to a call on its stack, which waited
-// for it (detached tasks never go there; see `spawn_detached`).
+// A guest leaves with an empty deque: it runs what is left there before releasing the slot (see
+// `ContextScope`'s Drop; detached tasks never go there, see `spawn_detached`).
 unsafe impl Sync for GuestSlot {}
 
 /// Shared state of one pool.
@@ -513,9 +513,26 @@ impl<'a, 'r> ContextScope<'a, 'r> {
 
 impl Drop for ContextScope<'_, '_> {
     fn drop(&mut self) {
-        CURRENT.set(self.previous);
         if let Slot::Guest(index) = self.ctx.slot {
+            // A guest may leave with tasks of *other* calls on its deque: while it waited it ran a
+            // stolen piece of another caller's loop, which pushed that loop's balancing tasks
+            // here. Once the slot is released nobody may look at this deque again — workers
+            // standing aside for the remaining guests do not steal, and the other caller parks
+            // until its latch is set — so that call would hang. Run them before leaving (jobs
+            // catch their own panics, so this is safe during unwinding too).
+            while let Some(job) = self.ctx.deque.pop() {
+                // SAFETY: every job in the queues is executed exactly once, by whoever takes it.
+                unsafe { job.execute() };
+            }
+            CURRENT.set(self.previous);
             self.ctx.registry.release_guest(index);
+            // One guest fewer: a worker that stood aside may steal again. Other guests may be
+            // parked on calls whose tasks only a stealing worker can reach: let one look.
+            if self.ctx.registry.active_guests.load(Ordering::Relaxed) > 0 {
+                self.ctx.registry.wake_one_thief();
+            }
+        } else {
+            CURRENT.set(self.previous);
         }
     }
 }
