@@ -1,4 +1,5 @@
-//! Oversubscribed stress: pools of 64 and 256 threads on however few cores the machine has.
+//! Oversubscribed stress: pools of 64 and 256 threads on however few cores the machine has, and
+//! of 2 threads, fewer than the outside callers.
 //!
 //! Every round, 4 outside threads at once run a random plan on one pool: loops of every strategy
 //! (also in chunks), `join`, `scope`, and detached `spawn_on`, nested three deep, whose leaves
@@ -335,11 +336,9 @@ fn oversubscribed_pools_of_64_and_256_threads_lose_nothing() {
             }
             spawned_before_pool = ran.load(Ordering::Relaxed);
             counters_spawned = 0;
-            let threads = if (round / ROUNDS_PER_POOL) % 2 == 0 {
-                64
-            } else {
-                256
-            };
+            // 64 and 256: oversubscribed; 2: fewer workers than outside callers, so every worker
+            // stands aside for a guest at times (a lost task there hangs a parked guest).
+            let threads = [64, 256, 2][(round / ROUNDS_PER_POOL) % 3];
             pool = Some(Arc::new(build_pool(threads, &mut rng)));
             watchdog.progress(pool.as_ref());
         }
