@@ -37,13 +37,13 @@ PARBENCH_STRESS_ROUNDS=10000 cargo test -p parbench-scheduler --release --locked
 step "aarch64 emulation tests and instruction check of parbench-atomics"
 scripts/test-aarch64.sh
 
-step "publishable crates: cargo publish --dry-run (parbench-scheduler, parbench-atomics), cargo doc"
+step "publishable crates: cargo publish --dry-run (parbench-scheduler, parbench-atomics); cargo doc of the workspace"
 # Packages each crate as crates.io would and builds the package on its own (no path dependencies,
 # metadata complete); about 10 s. --allow-dirty: what is checked is the package, not git's state.
 for crate in parbench-scheduler parbench-atomics; do
     cargo publish --dry-run --allow-dirty --locked -p "$crate"
 done
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p parbench-scheduler -p parbench-atomics
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked --workspace
 
 step "benchmarks compile"
 cargo bench --workspace --no-run --locked

@@ -46,7 +46,7 @@ pub const COMMAND_SEPARATOR: &str = ":::";
 /// ```
 #[derive(Debug, Args)]
 pub struct CorunArgs {
-    /// instruction-aware, algorithm1[:CLASS], round-robin (= compact), os-index, scatter or os.
+    /// instruction-aware, algorithm1 (or algorithm1:CLASS), round-robin (= compact), os-index, scatter or os.
     #[arg(long, value_name = "NAME", default_value = "instruction-aware")]
     pub algorithm: String,
     /// A profile of one of the commands (`profile --output P.json -- CMD`), matched by its

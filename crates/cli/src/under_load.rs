@@ -2,7 +2,7 @@
 //! latency runs, at each load, not in a separate profiling run.
 //!
 //! Wiring between `parbench-kernels`' latency server and `parbench-mapper`'s counters: a
-//! [`CountingService`] wraps a worker's service, opens the counters on the worker thread when the
+//! `CountingService` wraps a worker's service, opens the counters on the worker thread when the
 //! server calls [`Service::measurement_starts`] (before the worker's first measured request: the
 //! warm-up is not counted) and reads them at [`Service::point_ends`]. A perf counter counts only
 //! while its thread runs, so the time a worker sleeps waiting for requests adds nothing; the totals

@@ -187,7 +187,7 @@ pub fn run_scenarios(
 }
 
 /// For each workload, the index of its scenario-C partner: the first other workload after it
-/// (cyclically) whose mix overlaps its own least ([`overlap`](crate::overlap)), i.e. one that
+/// (cyclically) whose mix overlaps its own least ([`overlap`]), i.e. one that
 /// stresses different execution units. A single workload has itself as partner.
 ///
 /// ```

@@ -169,7 +169,7 @@ pub struct ReproduceArgs {
     /// Timed runs per cell instead of the scale's.
     #[arg(long, value_name = "N", value_parser = parse_positive)]
     pub runs: Option<usize>,
-    /// Directory for report.md, the figures and results.json [default: reproduce-<study>].
+    /// Directory for report.md, the figures and results.json [default: reproduce-STUDY].
     #[arg(long, short, value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// No progress on stderr.
