@@ -75,9 +75,9 @@ pub trait Executor: Send + Sync {
     /// The construct each scheduler uses (the task kernels nqueens, qap, floorplan, round and
     /// smt call this, nested several levels deep):
     /// * every parbench-scheduler strategy — the same way for all: a parallel loop over `0..n` with
-    ///   that strategy (`parallel_for_chunks_with`). An outermost call is distributed by the
-    ///   strategy; a nested one (from inside a task) under `tree` is split into stealable halves
-    ///   at once ([`parbench_scheduler::NestedCalls::Split`]), under the others by the strategy;
+    ///   that strategy (`parallel_for_chunks_with`), distributed by the strategy. Under `tree`,
+    ///   a nested call (from inside a task) and an outermost one of at most 8 tasks per thread
+    ///   run by lazy binary splitting ([`parbench_scheduler::NestedCalls::Lazy`]);
     /// * `rayon`: `(0..n).into_par_iter().try_for_each` inside the pool (rayon's adaptive splitting);
     /// * `spawn`: one OS thread per task, joined by the caller (`std::async(launch::async)`);
     /// * `seq`: a plain loop.

@@ -573,6 +573,12 @@ impl<'r> WorkerCtx<'r> {
         self.registry.wake_one_thief();
     }
 
+    /// Whether this context's own deque is empty (nothing here for a thief to steal).
+    #[inline]
+    pub(crate) fn deque_is_empty(&self) -> bool {
+        self.deque.is_empty()
+    }
+
     /// Pops the newest task of this context's own deque.
     pub(crate) fn pop_local(&self) -> Option<JobRef> {
         self.deque.pop()

@@ -204,3 +204,107 @@ fn a_call_from_outside_uses_at_most_num_threads_threads() {
         }
     }
 }
+
+/// Keeps every worker of `pool` busy (running a task that waits) until the returned guard is
+/// dropped: an outside caller then runs its calls alone and queued work stays where the scheduler
+/// put it, so snapshots taken from a body are deterministic.
+struct BusyWorkers(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl BusyWorkers {
+    fn hold(pool: &parbench_scheduler::ThreadPool) -> Self {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicBool;
+        let release = Arc::new(AtomicBool::new(false));
+        let started = Arc::new(AtomicUsize::new(0));
+        for index in 0..pool.num_threads() {
+            let (flag, count) = (release.clone(), started.clone());
+            pool.spawn_on(index, move || {
+                count.fetch_add(1, Ordering::AcqRel);
+                // Acquire: pairs with the guard's Release store (nothing else is published).
+                while !flag.load(Ordering::Acquire) {
+                    std::thread::yield_now();
+                }
+            })
+            .unwrap();
+        }
+        // A waiting task holds its thread, so all of them started means every worker holds one.
+        rendezvous(&started, pool.num_threads(), "busy workers started");
+        BusyWorkers(release)
+    }
+}
+
+impl Drop for BusyWorkers {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// Tasks on the calling (outside) thread's deque and in worker 1's inbox, seen from a body.
+fn queued(pool: &parbench_scheduler::ThreadPool) -> (usize, usize) {
+    let snapshot = pool.snapshot();
+    (
+        snapshot.guests.iter().sum(),
+        snapshot.workers[1].inbox + snapshot.workers[1].deque,
+    )
+}
+
+/// A nested call under the default tree is split into P pieces and then lazily: while the
+/// caller's deque holds a task no further task is made. The eager ablation makes one task per
+/// piece of `⌈n / (4·P)⌉`.
+#[test]
+fn nested_calls_split_lazily_under_the_default_tree() {
+    use parbench_scheduler::{NestedCalls, TreeConfig};
+    let pool = pool(2);
+    let _busy = BusyWorkers::hold(&pool);
+    let seen = |nested: NestedCalls| {
+        let strategy = Strategy::Tree(TreeConfig {
+            nested,
+            ..TreeConfig::default()
+        });
+        let at = Mutex::new(Vec::new());
+        pool.join(
+            || {
+                pool.parallel_for_with(&strategy, 0..64, |i| {
+                    if i == 0 || i == 31 || i == 40 {
+                        at.lock().unwrap().push((i, queued(&pool).0));
+                    }
+                });
+            },
+            || (),
+        );
+        at.into_inner().unwrap()
+    };
+    // The join's second closure is one task; the call adds its upper half, taken back after the
+    // lower half (no further task: the deque still held the join's).
+    assert_eq!(seen(NestedCalls::Lazy), vec![(0, 2), (31, 2), (40, 1)]);
+    // Halving down to 64 / 8 = 8 iterations: 32..64, 16..32, 8..16 queued at iteration 0.
+    assert_eq!(seen(NestedCalls::Split)[0], (0, 4));
+}
+
+/// An outermost call of at most 8 iterations per thread runs lazily (no hand-off: worker 1's
+/// inbox stays empty, the caller's deque holds the upper half); a larger one is handed out.
+#[test]
+fn small_outermost_calls_split_lazily_and_large_ones_are_handed_out() {
+    use parbench_scheduler::TreeConfig;
+    let pool = pool(2);
+    let _busy = BusyWorkers::hold(&pool);
+    let at_first = |strategy: &Strategy, n: usize| {
+        let first = Mutex::new(None);
+        pool.parallel_for_with(strategy, 0..n, |i| {
+            if i == 0 {
+                *first.lock().unwrap() = Some(queued(&pool));
+            }
+        });
+        first.into_inner().unwrap().unwrap()
+    };
+    let tree = Strategy::default();
+    // (caller's deque, worker 1's queues) during iteration 0.
+    assert_eq!(at_first(&tree, 16), (1, 0));
+    assert_eq!(at_first(&tree, 17), (0, 1));
+    assert_eq!(at_first(&tree, 1000), (0, 1));
+    let no_rule = Strategy::Tree(TreeConfig {
+        small_per_thread: 0,
+        ..TreeConfig::default()
+    });
+    assert_eq!(at_first(&no_rule, 16), (0, 1));
+}

@@ -11,6 +11,7 @@
 
 pub(crate) mod dynamic;
 pub(crate) mod guided;
+pub(crate) mod lazy;
 pub(crate) mod simple;
 pub(crate) mod static_blocks;
 pub(crate) mod tree;
@@ -126,6 +127,14 @@ pub struct TreeConfig {
     pub grain: Grain,
     /// How a call made from inside the pool (a loop body, a task) is run.
     pub nested: NestedCalls,
+    /// An outermost call of at most this many iterations per thread (`n ≤ small_per_thread · P`)
+    /// is run like a nested one, by [`NestedCalls::Lazy`] (default 8; 0 turns the rule off).
+    ///
+    /// Its blocks would hold only a few iterations each, typically long ones (tasks): the
+    /// adaptive grain could not be smaller than one iteration anyway, and the caller would wait
+    /// for the hand-off and a timespan before anything became stealable. Run lazily, the caller
+    /// starts at once and takes a half back itself if no thread has stolen it.
+    pub small_per_thread: usize,
 }
 
 impl Default for TreeConfig {
@@ -134,7 +143,8 @@ impl Default for TreeConfig {
             arity: 2,
             timespan: TreeTimespan::Pool,
             grain: Grain::Adaptive,
-            nested: NestedCalls::Split,
+            nested: NestedCalls::Lazy,
+            small_per_thread: 8,
         }
     }
 }
@@ -147,6 +157,11 @@ impl Default for TreeConfig {
 /// the pool the other threads are busy with the outer call's work; a nested hand-off would queue
 /// shares in their inboxes and every level would wait out a timespan before anything became
 /// stealable — which made the nested task kernels (nqueens, qap, floorplan) slowest on tree.
+/// Splitting every nested call at once into many pieces ([`NestedCalls::Split`]) removed the
+/// waits but made a task per piece: nqueens' default search makes 447 calls of about four
+/// iterations each, ≈ 1 400 tasks under `Split` against 447 under static (one block handed to
+/// the other thread per call), and that overhead left tree behind static. Lazy splitting makes a
+/// task only when this thread's deque offers a thief nothing.
 ///
 /// ```
 /// use parbench_scheduler::{NestedCalls, Strategy, TreeConfig};
@@ -159,11 +174,18 @@ impl Default for TreeConfig {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum NestedCalls {
-    /// Stealable at once: recursive halving into tasks on the calling thread's deque, down to
-    /// `⌈n / (4·P)⌉` iterations (n iterations, P threads); no hand-off, no timespan (the default).
+    /// Lazy binary splitting (the default): the range is first halved into P stealable pieces
+    /// (P threads: so P iterations can always run at the same time), then each piece runs from
+    /// its low end and hands out the upper half of what is left as a stealable task only when its
+    /// thread's deque is empty, checked before each batch of iterations (batches double from one
+    /// iteration up to `⌈n / (4·P)⌉`). On a busy pool that is about one task per call; an idle
+    /// thread still finds the largest unstarted piece within one batch.
     #[default]
+    Lazy,
+    /// Eager splitting (an ablation): recursive halving into stealable tasks down to
+    /// `⌈n / (4·P)⌉` iterations (n iterations, P threads); no hand-off, no timespan.
     Split,
-    /// Exactly like an outermost call: tree hand-off, timespan, adaptive grain (the ablation).
+    /// Exactly like an outermost call: tree hand-off, timespan, adaptive grain (an ablation).
     Tree,
 }
 
@@ -449,6 +471,12 @@ pub(crate) fn run_loop(
             Strategy::Tree(config) if nested && config.nested == NestedCalls::Split => {
                 let grain = range.len().div_ceil(4 * registry.num_threads());
                 simple::run(ctx, &call, root_ref, range, grain);
+            }
+            Strategy::Tree(config)
+                if (nested && config.nested == NestedCalls::Lazy)
+                    || (!nested && range.len() <= config.small_per_thread * call.slots) =>
+            {
+                lazy::run(ctx, &call, root_ref, range, call.slots);
             }
             Strategy::Tree(config) => tree::run(ctx, &call, root_ref, range, config),
             Strategy::Static => static_blocks::run(ctx, &call, root_ref, range),

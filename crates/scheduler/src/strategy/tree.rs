@@ -19,9 +19,10 @@
 //!    (where idle threads steal the oldest, largest pieces), down to pieces of at least one grain,
 //!    and it goes on with the lowest piece and then pops its own tasks back, newest first.
 //!
-//! This is how an *outermost* call runs. A call made from inside the pool (a loop body, a task)
-//! is split into stealable halves at once instead ([`NestedCalls`](crate::NestedCalls)), unless
-//! the config asks for the tree there too. A pool of one thread runs every call inline.
+//! This is how an *outermost* call of more than `small_per_thread · P` iterations runs. A call
+//! made from inside the pool (a loop body, a task), and a smaller outermost one, runs by lazy
+//! binary splitting instead (`lazy.rs`; [`NestedCalls`](crate::NestedCalls)), unless the config
+//! asks for the tree there too. A pool of one thread runs every call inline.
 //!
 //! Completion is tracked by the completion tree of `latch.rs`: a thread that hands out work owns a
 //! node counting its own share, its children's shares and its balancing tasks, so no counter is
