@@ -1,6 +1,7 @@
 //! The slice algorithms: every element visited exactly once with every strategy, on empty,
 //! one-element and large slices; `map_collect` in order without `Default`/`Clone`; sorts sorted
-//! and a permutation of their input; panics propagate (and a panicking sort leaves a
+//! and a permutation of their input (random, duplicate-heavy, sorted, reversed, all-equal and
+//! other shapes); panics propagate (and a sort panicking in any of its phases leaves a
 //! permutation).
 
 mod fixtures;
@@ -129,6 +130,17 @@ fn inputs() -> Vec<(&'static str, Vec<u64>)> {
         ("sorted", (0..n as u64).collect()),
         ("reversed", (0..n as u64).rev().collect()),
         ("sawtooth", (0..n as u64).map(|i| i % 1000).collect()),
+        (
+            "organ pipe",
+            (0..n as u64).map(|i| i.min(n as u64 - i)).collect(),
+        ),
+        (
+            "mostly one value",
+            random_u64s(n, 7)
+                .iter()
+                .map(|x| if x % 10 == 0 { *x } else { 5 })
+                .collect(),
+        ),
     ]
 }
 
@@ -254,6 +266,44 @@ fn panics_propagate_from_every_algorithm() {
         let mut ok = vec![1u8; 100];
         pool.for_each_mut_with(&strategy, &mut ok, |x| *x = 2);
         assert!(ok.iter().all(|&x| x == 2));
+    }
+}
+
+/// A comparator that panics at its `panic_at`-th call lands, depending on that number, in the
+/// pivot choice, the parallel partition (its lanes or its fix-up) or the sides' sorts: wherever it
+/// lands, the panic propagates and the slice stays a permutation of its input (`String`s, so a
+/// lost or duplicated element would also be a double free or a leak).
+#[test]
+fn a_sort_panicking_in_any_phase_leaves_a_permutation() {
+    let input: Vec<String> = random_u64s(70_000, 8).iter().map(u64::to_string).collect();
+    let mut expected = input.clone();
+    expected.sort_unstable();
+    let default = [parbench_scheduler::Strategy::default()];
+    for threads in [2, 4] {
+        let pool = pool(threads);
+        for panic_at in [10, 1_000, 30_000, 69_000, 120_000, 400_000] {
+            // Every strategy for a panic inside the first partition on 2 threads, the default for
+            // the rest.
+            let strategies = if panic_at == 30_000 && threads == 2 {
+                all_strategies()
+            } else {
+                default.to_vec()
+            };
+            for strategy in strategies {
+                let compared = AtomicUsize::new(0);
+                let mut v = input.clone();
+                let r = panic::catch_unwind(AssertUnwindSafe(|| {
+                    pool.sort_unstable_by_with(&strategy, &mut v, |a, b| {
+                        assert!(compared.fetch_add(1, Ordering::Relaxed) != panic_at, "sort");
+                        a.cmp(b)
+                    })
+                }));
+                let what = format!("{threads} threads, {strategy:?}, panic at {panic_at}");
+                assert_eq!(message(r.unwrap_err()), "sort", "{what}");
+                v.sort_unstable();
+                assert!(v == expected, "{what}: lost or duplicated elements");
+            }
+        }
     }
 }
 

@@ -1,25 +1,39 @@
 //! `sort_unstable_by`: a parallel quicksort whose partitioning step is itself parallel.
 //!
-//! A sort of n elements on P threads picks a pivot (the median of an evenly spaced sample of up
-//! to 4095 elements, so both sides hold close to n/2 elements), then:
+//! A sort of n elements on P threads picks a pivot — the median of a sample of up to 32768
+//! elements taken as 128 evenly spaced runs of consecutive elements, so that a large sample costs
+//! few cache misses and the two sides come out within about 0.15 % of n/2 on random input (their
+//! sorts then end together) — and then:
 //!
-//! 1. partitions the two halves of the slice in place, in parallel (`x < pivot` first);
-//! 2. swaps the misplaced middle — the ≥ part of the first half with the < part of the second —
-//!    in parallel, in blocks (the order inside each side does not matter);
-//! 3. sorts the < side and the > side in parallel, each with half the threads, recursively, and
+//! 1. partitions the slice in place with P *lanes* ([`partition_blocks`]): chunks of ~32 KiB are
+//!    handed out from both ends of the slice; a lane scans a front and a back chunk in blocks,
+//!    branch-free, notes the misplaced elements (≥ pivot in front, < pivot at the back) and swaps
+//!    them pairwise, taking a new chunk whenever one is clean. One pass over the data, in which
+//!    only misplaced elements are written; the at most P chunks left unfinished are swapped next
+//!    to the middle and partitioned again, sequentially (≤ P + 1 chunks, whatever the input);
+//! 2. sorts the < side and the ≥ side in parallel, each with half the threads, recursively, and
 //!    with `slice::sort_unstable_by` once one thread is left or the side is small.
 //!
-//! Each parallel step is a loop of the pool with the caller's strategy. Unlike a sequential
-//! top-level partition (rayon's `par_sort_unstable`), no step runs on one thread while the others
-//! wait, which matters on two threads: the first partition pass touches all n elements. When the
-//! pivot's value is very common, the elements equal to it are split off (they need no sorting),
-//! so inputs with many duplicates still split evenly or finish early.
+//! Each parallel step is a loop of the pool with the caller's strategy (the lanes are the
+//! iterations of one loop; a lane that starts late simply finds fewer chunks left). Unlike a
+//! sequential top-level partition (rayon's `par_sort_unstable`), no step runs on one thread while
+//! the others wait, which matters on two threads: the first partition pass touches all n
+//! elements. When the pivot's value is very common, the elements equal to it are split off (they
+//! need no sorting), so inputs with many duplicates still split evenly or finish early.
+//!
+//! Where the time goes (10^7 random u64, 2 threads, this repository's 2-core VM): pivot 0.2 ms,
+//! partition 5.7–6 ms (one lane alone takes ≈ 9.6 ms: two lanes contend for the memory system),
+//! then the two sides 83–85 ms, which is what two concurrent `sort_unstable` of n/2 take. The
+//! earlier partition — the two halves in parallel with a swapping Lomuto, then the misplaced
+//! middle (≈ n/4 pairs) swapped — was as fast for u64 but writes every element and moves the middle
+//! twice; for 32-byte elements the whole sort was 3–10 % slower with it.
 //!
 //! Every element is only ever moved by `swap`, so a panicking comparison leaves the slice a
 //! permutation of its input, and the panic propagates to the caller.
 
 use std::cmp::Ordering;
 use std::ops::Range;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use super::SharedSlice;
@@ -29,9 +43,10 @@ use crate::strategy::{Body, Strategy, run_loop};
 /// Below this many elements a side is sorted on one thread: parallel steps would cost more
 /// (a few microseconds) than they save.
 const SEQUENTIAL_BELOW: usize = 1 << 15;
-/// Elements swapped per iteration of the parallel swap step, so that fine-grained strategies
-/// (`Dynamic { chunk: 1 }`) do not pay a scheduling decision per element.
-const SWAP_BLOCK: usize = 1 << 12;
+/// The pivot is the median of this many evenly spaced runs of consecutive elements…
+const PIVOT_RUNS: usize = 128;
+/// …of up to this many elements each (a sample of up to 32768 elements, about 1/256 of the slice).
+const PIVOT_RUN_MAX: usize = 256;
 
 pub(crate) fn sort_unstable_by<T, F>(
     registry: &Registry,
@@ -70,7 +85,9 @@ impl<F> Sorter<'_, F> {
         let pivot_index = self.choose_pivot(data);
         data.swap(pivot_index, len - 1);
         let (rest, last) = data.split_at_mut(len - 1);
-        let less = self.partition(rest, |x: &T| (self.compare)(x, &last[0]) == Ordering::Less);
+        let less = self.partition(rest, threads, |x: &T| {
+            (self.compare)(x, &last[0]) == Ordering::Less
+        });
         // rest[..less] < pivot ≤ rest[less..]: swapping the pivot with rest[less] puts it in
         // its final place and keeps everything after it ≥ pivot.
         data.swap(less, len - 1);
@@ -80,7 +97,9 @@ impl<F> Sorter<'_, F> {
         // If the pivot's value is common (the < side is small), gather the elements equal to
         // it at the front of `upper`: they are in their final place already.
         let equal = if less < len / 8 {
-            self.partition(upper, |x: &T| (self.compare)(pivot, x) != Ordering::Less)
+            self.partition(upper, threads, |x: &T| {
+                (self.compare)(pivot, x) != Ordering::Less
+            })
         } else {
             0
         };
@@ -92,67 +111,44 @@ impl<F> Sorter<'_, F> {
         });
     }
 
-    /// The index of the median of an evenly spaced sample of `data`.
+    /// The index of the median of a sample of `data`: `PIVOT_RUNS` evenly spaced runs of
+    /// consecutive elements, so that a large sample (an accurate median, hence sides of nearly
+    /// equal size, whose sorts then end together) costs few cache misses.
     fn choose_pivot<T>(&self, data: &[T]) -> usize
     where
         F: Fn(&T, &T) -> Ordering,
     {
         let len = data.len();
-        let samples = (len / 1024).clamp(255, 4095) | 1;
-        let mut indices: Vec<usize> = (0..samples).map(|k| k * len / samples).collect();
-        indices.sort_unstable_by(|&a, &b| (self.compare)(&data[a], &data[b]));
-        indices[samples / 2]
+        let run = (len / 256 / PIVOT_RUNS).clamp(1, PIVOT_RUN_MAX);
+        let mut indices: Vec<usize> = (0..PIVOT_RUNS)
+            .flat_map(|k| {
+                let start = k * (len - run) / (PIVOT_RUNS - 1);
+                start..start + run
+            })
+            .collect();
+        let middle = indices.len() / 2;
+        let (_, median, _) =
+            indices.select_nth_unstable_by(middle, |&a, &b| (self.compare)(&data[a], &data[b]));
+        *median
     }
 
     /// Partitions `data` in place so that the elements satisfying `pred` come first; returns how
-    /// many do. The two halves are partitioned in parallel, then the misplaced middle is swapped.
-    fn partition<T, P>(&self, data: &mut [T], pred: P) -> usize
+    /// many do. See [`partition_blocks`]; with `lanes > 1` the lanes are the iterations of a
+    /// loop of the pool.
+    fn partition<T, P>(&self, data: &mut [T], lanes: usize, pred: P) -> usize
     where
         T: Send,
         P: Fn(&T) -> bool + Sync,
     {
-        let len = data.len();
-        let half = len / 2;
-        let counts = [AtomicUsize::new(0), AtomicUsize::new(0)];
-        {
-            let (first, second) = data.split_at_mut(half);
-            self.for_each_part(&mut [first, second], |index, part| {
-                // Relaxed: read after the loop, whose completion orders it.
-                counts[index].store(partition_sequential(part, &pred), AtomicOrdering::Relaxed);
-            });
-        }
-        let first_true = counts[0].load(AtomicOrdering::Relaxed);
-        let second_true = counts[1].load(AtomicOrdering::Relaxed);
-        // data = [T₁ F₁ | T₂ F₂]: swap the head of F₁ with the tail of T₂ (k elements).
-        let k = (half - first_true).min(second_true);
-        let (first, second) = data.split_at_mut(half);
-        let from = &mut first[first_true..first_true + k];
-        let to = &mut second[second_true - k..second_true];
-        self.swap_parallel(from, to);
-        first_true + second_true
-    }
-
-    /// Swaps `a` and `b` (of equal length) element-wise, in parallel blocks.
-    fn swap_parallel<T: Send>(&self, a: &mut [T], b: &mut [T]) {
-        let len = a.len();
-        if len < SWAP_BLOCK {
-            a.swap_with_slice(b);
-            return;
-        }
-        let (a, b) = (SharedSlice::new(a), SharedSlice::new(b));
-        let swap_blocks = |blocks: Range<usize>| {
-            let elements = blocks.start * SWAP_BLOCK..(blocks.end * SWAP_BLOCK).min(len);
-            // SAFETY: the strategy hands every block index to exactly one call, so concurrent
-            // calls take disjoint element ranges of `a` and of `b` (two distinct slices).
-            let (x, y) = unsafe { (a.range_mut(elements.clone()), b.range_mut(elements)) };
-            x.swap_with_slice(y);
-        };
-        run_loop(
-            self.registry,
-            self.strategy,
-            0..len.div_ceil(SWAP_BLOCK),
-            Body::Chunks(&swap_blocks),
-        );
+        partition_blocks(data, lanes, &pred, &|lane_count, lane| {
+            let run = |indices: Range<usize>| indices.for_each(lane);
+            run_loop(
+                self.registry,
+                self.strategy,
+                0..lane_count,
+                Body::Chunks(&run),
+            );
+        })
     }
 
     /// Runs `work(index, part)` for the two `parts`, in parallel, with the strategy.
@@ -191,8 +187,269 @@ unsafe impl<T: Send> Sync for PartPtr<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Send for PartPtr<T> {}
 
+/// Partitions `data` so that the elements satisfying `pred` come first; returns how many do.
+///
+/// The slice is cut into chunks of [`chunk_len`] elements, handed out from both ends: "front"
+/// chunks from the start upwards, "back" chunks from the end downwards, through one shared budget
+/// so the two never meet. Each of `lanes` lanes holds one front and one back chunk, scans each in
+/// blocks of [`BLOCK`] elements, branch-free, noting the offsets of the misplaced elements (false
+/// in a front chunk, true in a back chunk), and swaps misplaced pairs until one chunk has none
+/// left, then takes a new chunk for that side. A lane stops when the budget is spent, leaving at
+/// most one chunk unfinished. The unfinished chunks are then swapped next to the unchunked middle
+/// and that region — at most `lanes + 1` chunks — is partitioned again, sequentially.
+///
+/// `run_lanes(lanes, lane)` must call `lane(i)` once for every `i` in `0..lanes` (in any order,
+/// on any threads); every element is read once and a misplaced one is written once, in a single
+/// pass, and only `swap` moves elements, so a panicking `pred` leaves a permutation.
+fn partition_blocks<T, P>(data: &mut [T], lanes: usize, pred: &P, run_lanes: RunLanes<'_>) -> usize
+where
+    T: Send,
+    P: Fn(&T) -> bool + Sync,
+{
+    let len = data.len();
+    let chunk = chunk_len::<T>();
+    if len <= 4 * chunk {
+        return partition_lomuto(data, pred);
+    }
+    let unfinished = Mutex::new(Vec::with_capacity(lanes));
+    let taken = {
+        let chunks = Chunks {
+            data: SharedSlice::new(data),
+            len,
+            chunk,
+            total: len / chunk,
+            budget: AtomicUsize::new(0),
+            taken: [AtomicUsize::new(0), AtomicUsize::new(0)],
+        };
+        run_lanes(lanes, &|_| {
+            if let Some(side_and_index) = chunks.lane(pred) {
+                unfinished
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(side_and_index);
+            }
+        });
+        // Relaxed: read after the loop, whose completion orders every lane's updates before us.
+        chunks
+            .taken
+            .each_ref()
+            .map(|t| t.load(AtomicOrdering::Relaxed))
+    };
+    let mut unfinished = unfinished.into_inner().unwrap_or_else(|e| e.into_inner());
+    unfinished.sort_unstable();
+    // Swap each side's unfinished chunks to the innermost of its taken positions, so that the
+    // finished chunks form a prefix (all true) and a suffix (all false) around the middle.
+    let mut innermost = [0; 2];
+    for side in [FRONT, BACK] {
+        let stuck: Vec<usize> = unfinished
+            .iter()
+            .filter(|&&(s, _)| s == side)
+            .map(|&(_, index)| index)
+            .collect();
+        innermost[side] = taken[side] - stuck.len();
+        let outside = stuck
+            .iter()
+            .copied()
+            .filter(|&index| index < innermost[side]);
+        let free = (innermost[side]..taken[side]).filter(|index| !stuck.contains(index));
+        for (from, to) in outside.zip(free) {
+            let (a, b) = (
+                chunk_range(len, chunk, side, from),
+                chunk_range(len, chunk, side, to),
+            );
+            let (low, high) = if a.start < b.start { (a, b) } else { (b, a) };
+            let (head, tail) = data.split_at_mut(high.start);
+            head[low].swap_with_slice(&mut tail[..chunk]);
+        }
+    }
+    let middle = innermost[FRONT] * chunk..len - innermost[BACK] * chunk;
+    let start = middle.start;
+    start + partition_blocks(&mut data[middle], 1, pred, &|_, lane| lane(0))
+}
+
+/// How [`partition_blocks`] runs its lanes: `run_lanes(lanes, lane)`.
+type RunLanes<'a> = &'a dyn Fn(usize, &(dyn Fn(usize) + Sync));
+
+/// The side a chunk is taken from: [`FRONT`] chunks should end up all true, [`BACK`] all false.
+const FRONT: usize = 0;
+/// See [`FRONT`].
+const BACK: usize = 1;
+
+/// Elements scanned at a time; their offsets fit in a `u8`.
+const BLOCK: usize = 128;
+
+/// Elements per chunk: about 32 KiB (at least one block, a multiple of it), so that taking a chunk
+/// — one atomic increment — is rare next to the work on it.
+fn chunk_len<T>() -> usize {
+    (32 * 1024 / std::mem::size_of::<T>().max(1))
+        .max(1)
+        .next_multiple_of(BLOCK)
+}
+
+/// The elements of chunk `index` of `side`, for chunks of `chunk` elements in a slice of `len`.
+fn chunk_range(len: usize, chunk: usize, side: usize, index: usize) -> Range<usize> {
+    let start = if side == FRONT {
+        index * chunk
+    } else {
+        len - (index + 1) * chunk
+    };
+    start..start + chunk
+}
+
+/// The chunks of one [`partition_blocks`] call and the counters that hand them out.
+struct Chunks<'a, T> {
+    data: SharedSlice<'a, T>,
+    len: usize,
+    chunk: usize,
+    /// `len / chunk`: front and back chunks together never exceed it, so they never overlap.
+    total: usize,
+    /// Chunks taken on either side so far (it may overshoot `total` by one per lane).
+    budget: AtomicUsize,
+    /// Chunks taken per side: the next front chunk is `taken[FRONT]`, and so on.
+    taken: [AtomicUsize; 2],
+}
+
+impl<T> Chunks<'_, T> {
+    /// The next chunk of `side` and its index, if the budget allows.
+    // A `&mut` from `&self`, like `SharedSlice::range_mut`: the counters make the chunks disjoint.
+    #[allow(clippy::mut_from_ref)]
+    fn take(&self, side: usize) -> Option<(usize, &mut [T])> {
+        // Relaxed: the counters only need to hand out distinct values; the elements themselves
+        // reach the lanes through the loop's start and return through its completion.
+        if self.budget.fetch_add(1, AtomicOrdering::Relaxed) >= self.total {
+            return None;
+        }
+        let index = self.taken[side].fetch_add(1, AtomicOrdering::Relaxed);
+        // SAFETY: each index of a side is taken once, and at most `total` chunks are taken in
+        // all (the budget), so front chunks 0..a and back chunks 0..b satisfy a + b <= total and
+        // their ranges, [0, a·chunk) and [len - b·chunk, len), are disjoint: no two lanes ever
+        // hold overlapping chunks.
+        Some((index, unsafe {
+            self.data
+                .range_mut(chunk_range(self.len, self.chunk, side, index))
+        }))
+    }
+
+    /// One lane (see [`partition_blocks`]); returns the side and index of the chunk it leaves
+    /// unfinished, if any.
+    fn lane<P: Fn(&T) -> bool>(&self, pred: &P) -> Option<(usize, usize)> {
+        let mut front = LaneSide::new(FRONT);
+        let mut back = LaneSide::new(BACK);
+        loop {
+            if !front.refill(self, pred) {
+                return back.unfinished();
+            }
+            if !back.refill(self, pred) {
+                return front.unfinished();
+            }
+            let pairs = front.pending().min(back.pending());
+            for k in 0..pairs {
+                let i = front.block + usize::from(front.offsets[front.first + k]);
+                let j = back.block + usize::from(back.offsets[back.first + k]);
+                std::mem::swap(&mut front.chunk[i], &mut back.chunk[j]);
+            }
+            front.first += pairs;
+            back.first += pairs;
+        }
+    }
+}
+
+/// The chunk a lane holds on one side and the misplaced elements found in it.
+struct LaneSide<'a, T> {
+    side: usize,
+    index: usize,
+    chunk: &'a mut [T],
+    /// Elements of `chunk` scanned so far.
+    scanned: usize,
+    /// Where the last scanned block starts in `chunk`.
+    block: usize,
+    /// `offsets[first..count]`: offsets in that block of the misplaced elements not yet swapped.
+    offsets: [u8; BLOCK],
+    first: usize,
+    count: usize,
+}
+
+impl<'a, T> LaneSide<'a, T> {
+    fn new(side: usize) -> Self {
+        LaneSide {
+            side,
+            index: 0,
+            chunk: &mut [],
+            scanned: 0,
+            block: 0,
+            offsets: [0; BLOCK],
+            first: 0,
+            count: 0,
+        }
+    }
+
+    fn pending(&self) -> usize {
+        self.count - self.first
+    }
+
+    /// The side and index of the chunk held, unless it is empty or finished.
+    fn unfinished(&self) -> Option<(usize, usize)> {
+        let finished = self.scanned == self.chunk.len() && self.pending() == 0;
+        (!finished).then_some((self.side, self.index))
+    }
+
+    /// Makes sure misplaced elements are pending, scanning on and taking new chunks as needed;
+    /// false if the side needs a chunk and none is left (the held chunk is then finished).
+    fn refill(&mut self, chunks: &'a Chunks<'_, T>, pred: &impl Fn(&T) -> bool) -> bool {
+        while self.pending() == 0 {
+            if self.scanned == self.chunk.len() {
+                let Some((index, chunk)) = chunks.take(self.side) else {
+                    return false;
+                };
+                self.index = index;
+                self.chunk = chunk;
+                self.scanned = 0;
+            }
+            self.scan(pred);
+        }
+        true
+    }
+
+    /// Scans the next block of the chunk, noting the offsets of its misplaced elements.
+    fn scan(&mut self, pred: &impl Fn(&T) -> bool) {
+        let end = (self.scanned + BLOCK).min(self.chunk.len());
+        let block = &self.chunk[self.scanned..end];
+        // Misplaced are the false elements of a front chunk, the true ones of a back chunk.
+        let count = if self.side == BACK {
+            scan_block::<T, true>(block, &mut self.offsets, pred)
+        } else {
+            scan_block::<T, false>(block, &mut self.offsets, pred)
+        };
+        self.block = self.scanned;
+        self.scanned = end;
+        self.first = 0;
+        self.count = count;
+    }
+}
+
+/// Notes in `offsets[..count]` the offsets of the elements of `block` (at most [`BLOCK`]) for
+/// which `pred` is `MISPLACED`; returns `count`.
+///
+/// `MISPLACED` is a constant rather than an argument because comparing with a run-time value
+/// made the loop twice as slow (measured: 11.6 vs 5.8 ms for a 2-lane partition of 10^7 u64).
+#[inline(always)]
+fn scan_block<T, const MISPLACED: bool>(
+    block: &[T],
+    offsets: &mut [u8; BLOCK],
+    pred: &impl Fn(&T) -> bool,
+) -> usize {
+    let mut count = 0;
+    for (offset, x) in block.iter().enumerate() {
+        // Branch-free: write the offset unconditionally, keep it by advancing `count`.
+        // `count <= offset < BLOCK`, which the mask tells the compiler (no bounds check).
+        offsets[count % BLOCK] = offset as u8;
+        count += usize::from(pred(x) == MISPLACED);
+    }
+    count
+}
+
 /// Branch-free Lomuto partition: the elements satisfying `pred` end up first; returns how many.
-fn partition_sequential<T>(data: &mut [T], pred: &impl Fn(&T) -> bool) -> usize {
+fn partition_lomuto<T>(data: &mut [T], pred: &impl Fn(&T) -> bool) -> usize {
     let mut first_false = 0;
     for i in 0..data.len() {
         let goes_first = pred(&data[i]);
@@ -202,4 +459,131 @@ fn partition_sequential<T>(data: &mut [T], pred: &impl Fn(&T) -> bool) -> usize 
         first_false += usize::from(goes_first);
     }
     first_false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the lanes on scoped threads, so that they really interleave.
+    fn threaded(lanes: usize, lane: &(dyn Fn(usize) + Sync)) {
+        std::thread::scope(|scope| {
+            for index in 1..lanes {
+                scope.spawn(move || lane(index));
+            }
+            lane(0);
+        });
+    }
+
+    fn splitmix(len: usize, seed: u64) -> Vec<u64> {
+        let mut state = seed;
+        (0..len)
+            .map(|_| {
+                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                z ^ (z >> 31)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn partition_blocks_partitions_a_permutation_for_every_lane_count_and_length() {
+        let chunk = chunk_len::<u64>();
+        let lengths = [
+            0,
+            1,
+            4 * chunk,
+            4 * chunk + 1,
+            5 * chunk - 1,
+            7 * chunk + 13,
+            20 * chunk,
+            100_003,
+        ];
+        for len in lengths {
+            let values = splitmix(len, len as u64 + 1);
+            let inputs = [
+                (
+                    "random",
+                    values.iter().map(|x| x % 1000).collect::<Vec<u64>>(),
+                ),
+                (
+                    "sorted",
+                    (0..len as u64)
+                        .map(|x| x * 1000 / len.max(1) as u64)
+                        .collect(),
+                ),
+                (
+                    "reversed",
+                    (0..len as u64)
+                        .rev()
+                        .map(|x| x * 1000 / len.max(1) as u64)
+                        .collect(),
+                ),
+                // Front and back chunks alternate between all-true and all-false.
+                (
+                    "striped",
+                    (0..len).map(|i| (i / chunk % 2) as u64 * 999).collect(),
+                ),
+            ];
+            for (name, input) in &inputs {
+                let mut expected = input.clone();
+                expected.sort_unstable();
+                for threshold in [0, 500, 1000] {
+                    let pred = |x: &u64| *x < threshold;
+                    let trues = input.iter().filter(|x| pred(x)).count();
+                    for lanes in [1, 2, 5] {
+                        let mut data = input.clone();
+                        let count = partition_blocks(&mut data, lanes, &pred, &threaded);
+                        let what = format!("{name}, len {len}, < {threshold}, {lanes} lanes");
+                        assert_eq!(count, trues, "{what}");
+                        assert!(data[..count].iter().all(pred), "{what}");
+                        assert!(!data[count..].iter().any(pred), "{what}");
+                        data.sort_unstable();
+                        assert!(data == expected, "{what}: not a permutation");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_hold_whole_blocks_for_every_element_size() {
+        assert_eq!(chunk_len::<u64>(), 4096);
+        assert_eq!(chunk_len::<()>(), 32 * 1024);
+        assert_eq!(chunk_len::<[u8; 100_000]>(), BLOCK);
+        assert_eq!(chunk_len::<[u8; 1000]>(), BLOCK);
+    }
+
+    #[test]
+    fn partition_blocks_leaves_a_permutation_when_pred_panics() {
+        let len = 30 * chunk_len::<u64>() + 7;
+        let input = splitmix(len, 9);
+        let mut expected = input.clone();
+        expected.sort_unstable();
+        for panic_at in [0, 100, len / 3, len - 10] {
+            for lanes in [1, 2, 4] {
+                let calls = AtomicUsize::new(0);
+                let pred = |x: &u64| {
+                    let call = calls.fetch_add(1, AtomicOrdering::Relaxed);
+                    assert!(call != panic_at, "pred panics");
+                    *x < u64::MAX / 2
+                };
+                let mut data = input.clone();
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    partition_blocks(&mut data, lanes, &pred, &threaded)
+                }));
+                assert!(
+                    result.is_err(),
+                    "panic at {panic_at}, {lanes} lanes: no panic"
+                );
+                data.sort_unstable();
+                assert!(
+                    data == expected,
+                    "panic at {panic_at}, {lanes} lanes: not a permutation"
+                );
+            }
+        }
+    }
 }
