@@ -14,7 +14,11 @@
 //! without creating any task, then splits the rest into stealable *balancing tasks* sized by how
 //! many iterations it managed in that timespan. On a balanced load this costs about as little as
 //! static scheduling; on an unbalanced one the balancing tasks are stolen. Because everything runs
-//! as tasks on one pool, calls compose: a loop inside a loop body runs on the same threads.
+//! as tasks on one pool, calls compose: a loop inside a loop body runs on the same threads. Such
+//! a *nested* call, and an outermost call of at most a few iterations per thread, skips the tree:
+//! it is halved into P stealable pieces and then split lazily — a new stealable half only when
+//! the running thread's deque is empty ([`NestedCalls`], [`TreeConfig::small_per_thread`],
+//! `strategy/lazy.rs`). A pool of one thread runs every call inline.
 //!
 //! The baselines a scheduler study compares against are strategies of the same pool:
 //! [`Strategy::Static`], [`Strategy::Dynamic`], [`Strategy::Guided`] (OpenMP-like) and
