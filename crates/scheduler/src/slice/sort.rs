@@ -22,11 +22,11 @@
 //! need no sorting), so inputs with many duplicates still split evenly or finish early.
 //!
 //! Where the time goes (10^7 random u64, 2 threads, this repository's 2-core VM): pivot 0.2 ms,
-//! partition 5.7–6 ms (one lane alone takes ≈ 9.6 ms: two lanes contend for the memory system),
+//! partition 5.3–6 ms (one lane alone takes 9.2–10.4 ms: two lanes contend for the memory system),
 //! then the two sides 83–85 ms, which is what two concurrent `sort_unstable` of n/2 take. The
 //! earlier partition — the two halves in parallel with a swapping Lomuto, then the misplaced
 //! middle (≈ n/4 pairs) swapped — was as fast for u64 but writes every element and moves the middle
-//! twice; for 32-byte elements the whole sort was 3–10 % slower with it.
+//! twice; for 3·10^6 32-byte elements the whole sort was 2–8 % slower with it.
 //!
 //! Every element is only ever moved by `swap`, so a panicking comparison leaves the slice a
 //! permutation of its input, and the panic propagates to the caller.
