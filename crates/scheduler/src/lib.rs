@@ -11,8 +11,9 @@
 //! distribution for composable task schedulers" ([`Strategy::Tree`], `strategy/tree.rs`): the
 //! caller hands shares of the range to threads through a K-ary tree, so every thread gets its
 //! share after `⌈log_K P⌉` hand-offs; each thread runs its share for a calibrated *timespan*
-//! without creating any task, then splits the rest into stealable *balancing tasks* sized by how
-//! many iterations it managed in that timespan. On a balanced load this costs about as little as
+//! without creating any task, then offers the rest as stealable *balancing tasks* — halves of what
+//! is left, one at a time (a new one only when its deque is empty), down to as many iterations as
+//! it managed in that timespan. On a balanced load this costs about as little as
 //! static scheduling; on an unbalanced one the balancing tasks are stolen. Because everything runs
 //! as tasks on one pool, calls compose: a loop inside a loop body runs on the same threads. Such
 //! a *nested* call, and an outermost call of at most a few iterations per thread, skips the tree:

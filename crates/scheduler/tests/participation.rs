@@ -308,3 +308,32 @@ fn small_outermost_calls_split_lazily_and_large_ones_are_handed_out() {
     });
     assert_eq!(at_first(&no_rule, 16), (0, 1));
 }
+
+/// After its timespan a tree thread offers balancing pieces lazily: a new one only when its deque
+/// is empty, so with no thief around (every worker held busy) the caller's deque never holds more
+/// than one task — eager halving down to the grain would queue `log₂(rest / grain)` of them at
+/// once (here ≈ 5: a 20 µs timespan over 1 µs iterations, 1 000 iterations per share).
+#[test]
+fn tree_offers_one_balancing_piece_at_a_time_when_nothing_is_stolen() {
+    let pool = ThreadPoolBuilder::new()
+        .num_threads(2)
+        .timespan(Timespan::Fixed(Duration::from_micros(20)))
+        .build()
+        .unwrap();
+    let _busy = BusyWorkers::hold(&pool);
+    let most = AtomicUsize::new(0);
+    let offered = AtomicUsize::new(0);
+    pool.parallel_for(0..2000, |_| {
+        let start = std::time::Instant::now();
+        while start.elapsed() < Duration::from_micros(1) {
+            std::hint::spin_loop();
+        }
+        let (caller, _) = queued(&pool);
+        most.fetch_max(caller, Ordering::Relaxed);
+        if caller > 0 {
+            offered.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    assert_eq!(most.into_inner(), 1, "more than one piece queued at once");
+    assert!(offered.into_inner() > 0, "no balancing piece was offered");
+}

@@ -80,8 +80,8 @@ impl Default for Strategy {
 }
 
 impl Strategy {
-    /// The study's first ablation: Tree without the timespan delay (balancing tasks are created at
-    /// once; with an adaptive grain that means pieces down to a single iteration).
+    /// The study's first ablation: Tree without the timespan delay (balancing starts before the
+    /// first iteration; with an adaptive grain that means pieces down to a single iteration).
     ///
     /// ```
     /// use parbench_scheduler::{Strategy, TreeTimespan};
@@ -208,7 +208,7 @@ pub enum TreeTimespan {
     Pool,
     /// This duration.
     Fixed(Duration),
-    /// No delay: balancing tasks are created before the first iteration.
+    /// No delay: the first balancing task is offered before the first iteration.
     Disabled,
 }
 

@@ -15,9 +15,13 @@
 //!    task meanwhile: on a balanced load every thread is then busy with its own block and no
 //!    stealing or task overhead happens at all.
 //! 3. **Balance.** The number of iterations it ran in the timespan is the *adaptive grain*. It then
-//!    splits what is left by halving: the upper half becomes a balancing task on its own deque
-//!    (where idle threads steal the oldest, largest pieces), down to pieces of at least one grain,
-//!    and it goes on with the lowest piece and then pops its own tasks back, newest first.
+//!    runs what is left from its low end, one grain at a time, and whenever its deque is empty
+//!    (nothing there for an idle thread, or a thief took it) and at least two grains are left, it
+//!    makes the upper half of what is left a balancing task on its own deque, where idle threads
+//!    steal it. The pieces are those of halving down to one grain, but made lazily, one at a time:
+//!    on a balanced load a thread makes about `log₂(share / grain)` tasks and takes each back
+//!    (keeping its grain, without a new timespan), instead of one task per grain. A stolen piece
+//!    runs its own timespan first and measures its own grain.
 //!
 //! This is how an *outermost* call of more than `small_per_thread · P` iterations runs. A call
 //! made from inside the pool (a loop body, a task), and a smaller outermost one, runs by lazy
@@ -119,7 +123,7 @@ pub(crate) fn run(
 ) {
     // The caller's own count of the root is released by `run_piece` when its share is done.
     let held = distribute(ctx, call, root, true, 0..call.slots, 0, &range, *config);
-    run_piece(ctx, call, held, block(&range, call.slots, 0), *config);
+    run_piece(ctx, call, held, block(&range, call.slots, 0), *config, None);
 }
 
 /// Hands out all parts of `slots` but the first slot's own share; returns the node whose count
@@ -162,7 +166,7 @@ fn distribute<'a>(
                 with_current_ctx(|ctx| {
                     let held =
                         distribute(ctx, call, parent, false, part, part_level, &range, config);
-                    run_piece(ctx, call, held, share, config);
+                    run_piece(ctx, call, held, share, config, None);
                 })
             })
         };
@@ -173,12 +177,20 @@ fn distribute<'a>(
 
 /// Runs `range` on this thread — a share, or a balancing piece — and then releases `held`.
 ///
-/// First it runs for the timespan without creating any stealable task, counting the iterations
-/// it manages (the adaptive grain; every piece measures its own, so pieces far from a heavy start
-/// of a range are sized by their own, cheaper iterations). Then it splits what is left by halving
-/// into balancing tasks of at least one grain on its own deque, runs the lowest piece and pops
-/// the others back (newest, smallest first) unless idle threads stole them (oldest, largest
-/// first). The balancing tasks count in a node of their own, so completing them touches no
+/// A share, or a piece stolen from another thread, first runs for the timespan without creating
+/// any stealable task, counting the iterations it manages: the adaptive grain (a stolen piece
+/// measures its own, so pieces far from a heavy start of a range are sized by their own, cheaper
+/// iterations). A piece taken back by the thread that created it skips that phase and keeps the
+/// creator's grain (`inherited`): the same thread measured it just before, on neighbouring
+/// iterations.
+///
+/// Then it runs what is left from its low end, one grain at a time, and offers work lazily:
+/// whenever its deque is empty — nothing there for an idle thread, or a thief took it — and at
+/// least two grains are left, the upper half of what is left becomes a balancing task on its own
+/// deque (where idle threads steal it). So the pieces are the same halving ones down to one grain,
+/// oldest and largest stolen first, but a piece is made only when the previous one is gone: on a
+/// balanced loop a thread makes about `log₂(share / grain)` tasks and takes each back, instead of
+/// one per grain. The balancing tasks count in a node of their own, so completing them touches no
 /// counter that other threads' pieces use.
 fn run_piece<'a>(
     ctx: &WorkerCtx<'_>,
@@ -186,47 +198,58 @@ fn run_piece<'a>(
     held: NodeRef,
     range: Range<usize>,
     config: TreeConfig,
+    inherited: Option<usize>,
 ) {
-    let rest = run_for_timespan(ctx, call, range, config);
-    let grain = match (config.grain, &rest) {
-        (_, None) => 0,
-        (Grain::Adaptive, Some((_, measured))) => (*measured).max(1),
-        (Grain::Fixed(grain), Some(_)) => grain.max(1),
+    let rest = match inherited {
+        Some(grain) => Some((range, grain)),
+        None => run_for_timespan(ctx, call, range, config),
     };
-    let Some((mut rest, _)) = rest else {
+    let Some((mut rest, measured)) = rest else {
         // SAFETY: the count this piece was run for.
         unsafe { held.complete() };
         return;
     };
-    if rest.len() < 2 * grain || call.stopped() {
-        call.run(rest);
-        // SAFETY: as above.
-        unsafe { held.complete() };
-        return;
+    let grain = match config.grain {
+        Grain::Adaptive => measured,
+        Grain::Fixed(grain) => grain,
     }
-    let node = NodeRef(CountNode::child(held.0));
-    while rest.len() >= 2 * grain && !call.stopped() {
-        let mid = rest.start + rest.len() / 2;
-        let upper = mid..rest.end;
-        node.add(1);
-        // SAFETY: the job owns the count just added and `run_piece` releases it; `call` lives
-        // until the root latch is set.
-        let job = unsafe {
-            HeapJob::into_job_ref(move || {
-                with_current_ctx(|ctx| run_piece(ctx, call, node, upper, config));
-            })
-        };
-        ctx.push_local(job);
-        rest.end = mid;
+    .max(1);
+    // The node counting this piece's balancing tasks, made with the first one; it takes over
+    // `held`'s count.
+    let mut node: Option<NodeRef> = None;
+    while !rest.is_empty() {
+        if rest.len() >= 2 * grain && ctx.deque_is_empty() && !call.stopped() {
+            let node = *node.get_or_insert_with(|| NodeRef(CountNode::child(held.0)));
+            let mid = rest.start + rest.len() / 2;
+            let upper = mid..rest.end;
+            let creator = ctx.slot;
+            node.add(1);
+            // SAFETY: the job owns the count just added and `run_piece` releases it; `call`
+            // lives until the root latch is set.
+            let job = unsafe {
+                HeapJob::into_job_ref(move || {
+                    with_current_ctx(|ctx| {
+                        let inherited = (ctx.slot == creator).then_some(grain);
+                        run_piece(ctx, call, node, upper, config, inherited);
+                    });
+                })
+            };
+            ctx.push_local(job);
+            rest.end = mid;
+            // A participant that finished its share early may have parked already (its spin
+            // window can be shorter than this thread's timespan plus one slow iteration).
+            ctx.registry
+                .sleep
+                .wake_one_of((1..call.slots).map(|slot| call.worker_of(slot)));
+        }
+        let end = rest.start + grain.min(rest.len());
+        if !call.run(rest.start..end) {
+            break;
+        }
+        rest.start = end;
     }
-    // A participant that finished its share early may have parked already (its spin window can be
-    // shorter than this thread's timespan plus one slow iteration): wake one, once per batch.
-    ctx.registry
-        .sleep
-        .wake_one_of((1..call.slots).map(|slot| call.worker_of(slot)));
-    call.run(rest);
-    // SAFETY: the node took over `held`'s count; this releases the piece's own count.
-    unsafe { node.complete() };
+    // SAFETY: the piece's own count — in `node` if it made one (which took `held`'s over).
+    unsafe { node.unwrap_or(held).complete() };
 }
 
 /// Runs iterations of `range` in growing batches until the timespan has passed. Returns
