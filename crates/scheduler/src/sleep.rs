@@ -7,8 +7,8 @@
 //!   how the tree distribution hands a share to a child;
 //! * `spawn`, `join` and the `Simple` strategy push a stealable task and wake *one* sleeping worker,
 //!   because nobody else is known to be looking for it;
-//! * the tree strategy's balancing tasks wake one sleeping *participant* of the call per batch of
-//!   pieces: participants normally are awake, but one that finished its share early may already
+//! * the tree strategy's balancing tasks wake one sleeping *participant* of the call per piece
+//!   offered (a thread offers one at a time, when its deque is empty): participants normally are awake, but one that finished its share early may already
 //!   have parked. Workers that are not part of the call (worker 0 when an outside thread calls)
 //!   are left asleep: on a fully used machine they would only add a runnable thread.
 //!
