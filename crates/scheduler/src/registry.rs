@@ -622,17 +622,10 @@ impl<'r> WorkerCtx<'r> {
                 continue;
             }
             if let Some(job) = steal_from(|| registry.stealers[victim].steal()) {
-                return Some(job);
+                return self.keep_or_hand_back(job, Some(victim));
             }
             if let Some(job) = steal_from(|| registry.inboxes[victim].steal()) {
-                // An outside call may have started between the check above and this steal (its
-                // shares are pushed right after it registers): the steal synchronizes with that
-                // push, so this re-check sees the registration. Hand the share back then.
-                if registry.is_standing_aside(self.slot) {
-                    registry.push_to(victim, job);
-                    return None;
-                }
-                return Some(job);
+                return self.keep_or_hand_back(job, Some(victim));
             }
         }
         if registry.active_guests.load(Ordering::Relaxed) > 0 {
@@ -641,11 +634,35 @@ impl<'r> WorkerCtx<'r> {
                     continue;
                 }
                 if let Some(job) = steal_from(|| guest.stealer.steal()) {
-                    return Some(job);
+                    return self.keep_or_hand_back(job, None);
                 }
             }
         }
         None
+    }
+
+    /// Re-checks a steal that passed the standing-aside check in `find_work`: an outside call
+    /// may have registered in between. Its tasks — the shares in the workers' inboxes, the
+    /// balancing tasks on its guest's deque and on its participants' deques — are all pushed
+    /// after the registration, and the steal synchronizes with that push, so this re-check sees
+    /// it. A worker that must stand aside then hands the task to a worker taking part (`owner`,
+    /// the worker it came from, or else the first one not standing aside) instead of running
+    /// it: an outside call keeps to P threads. With as many outside callers as workers no
+    /// worker takes part and the task is kept (its caller may be parked waiting for it).
+    fn keep_or_hand_back(&self, job: JobRef, owner: Option<usize>) -> Option<JobRef> {
+        let registry = self.registry;
+        if !registry.is_standing_aside(self.slot) {
+            return Some(job);
+        }
+        let first_active = registry.standing_aside();
+        let to = owner.or((first_active < registry.num_threads()).then_some(first_active));
+        match to {
+            Some(index) => {
+                registry.push_to(index, job);
+                None
+            }
+            None => Some(job),
+        }
     }
 
     /// Executes `job`, marked busy (see `Sleep::set_busy`) if this context is a worker.
