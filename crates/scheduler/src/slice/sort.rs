@@ -79,7 +79,11 @@ impl<F> Sorter<'_, F> {
     {
         let len = data.len();
         if threads < 2 || len < SEQUENTIAL_BELOW {
-            data.sort_unstable_by(self.compare);
+            // Through a closure, not `sort_unstable_by(self.compare)`: handed the `&F` itself,
+            // std's sort of 10^7 u64 with `u64::cmp` took 177–179 ms against 166–172 ms for
+            // `slice::sort_unstable` (three processes, 7 interleaved rounds each); wrapped in a
+            // closure it took 167–173 ms, as fast as `sort_unstable`.
+            data.sort_unstable_by(|a, b| (self.compare)(a, b));
             return;
         }
         let pivot_index = self.choose_pivot(data);
