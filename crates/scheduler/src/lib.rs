@@ -17,8 +17,9 @@
 //! static scheduling; on an unbalanced one the balancing tasks are stolen. Because everything runs
 //! as tasks on one pool, calls compose: a loop inside a loop body runs on the same threads. Such
 //! a *nested* call, and an outermost call of at most a few iterations per thread, skips the tree:
-//! it is halved into P stealable pieces and then split lazily — a new stealable half only when
-//! the running thread's deque is empty ([`NestedCalls`], [`TreeConfig::small_per_thread`],
+//! its threads claim iterations from a shared cursor in index order, and a thread joins it by
+//! stealing a *claim offer*, made lazily — P − 1 at the start, then one only when the running
+//! thread's deque is empty ([`NestedCalls`], [`TreeConfig::small_per_thread`],
 //! `strategy/lazy.rs`). A pool of one thread runs every call inline.
 //!
 //! The baselines a scheduler study compares against are strategies of the same pool:

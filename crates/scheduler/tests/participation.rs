@@ -248,9 +248,10 @@ fn queued(pool: &parbench_scheduler::ThreadPool) -> (usize, usize) {
     )
 }
 
-/// A nested call under the default tree is split into P pieces and then lazily: while the
-/// caller's deque holds a task no further task is made. The eager ablation makes one task per
-/// piece of `⌈n / (4·P)⌉`.
+/// A nested call under the default tree makes P − 1 claim offers and then offers lazily: while
+/// the caller's deque holds a task no further task is made, and the unused offer stays there
+/// until the call ends. The halving ablation takes its upper half back after the lower half; the
+/// eager ablation makes one task per piece of `⌈n / (4·P)⌉`.
 #[test]
 fn nested_calls_split_lazily_under_the_default_tree() {
     use parbench_scheduler::{NestedCalls, TreeConfig};
@@ -274,11 +275,82 @@ fn nested_calls_split_lazily_under_the_default_tree() {
         );
         at.into_inner().unwrap()
     };
-    // The join's second closure is one task; the call adds its upper half, taken back after the
-    // lower half (no further task: the deque still held the join's).
-    assert_eq!(seen(NestedCalls::Lazy), vec![(0, 2), (31, 2), (40, 1)]);
+    // The join's second closure is one task; the call adds one claim offer, popped back (unused)
+    // only when the call waits for its end (no further offer: the deque still held the join's).
+    assert_eq!(seen(NestedCalls::Lazy), vec![(0, 2), (31, 2), (40, 2)]);
+    // Halving: the upper half 32..64, taken back after the lower half.
+    assert_eq!(
+        seen(NestedCalls::LazyHalves),
+        vec![(0, 2), (31, 2), (40, 1)]
+    );
     // Halving down to 64 / 8 = 8 iterations: 32..64, 16..32, 8..16 queued at iteration 0.
     assert_eq!(seen(NestedCalls::Split)[0], (0, 4));
+}
+
+/// A thread joining a lazy call claims the next iterations in index order: while the caller runs
+/// iteration 0 (which waits until another iteration has started), the first iteration run by any
+/// other thread is 1. Under the halving ablation it is the upper half's first, ⌈8 / 2⌉ = 4.
+#[test]
+fn a_thread_joining_a_lazy_call_takes_the_next_iteration_in_index_order() {
+    use parbench_scheduler::{NestedCalls, TreeConfig};
+    let pool = pool(2);
+    let first_joined = |nested: NestedCalls| {
+        let strategy = Strategy::Tree(TreeConfig {
+            nested,
+            ..TreeConfig::default()
+        });
+        let started = AtomicUsize::new(0);
+        let first = Mutex::new(None);
+        // 8 iterations on 2 threads: an outermost call under the small-call rule.
+        pool.parallel_for_with(&strategy, 0..8, |i| {
+            if i == 0 {
+                rendezvous(&started, 1, "another iteration started");
+            } else {
+                first.lock().unwrap().get_or_insert(i);
+                started.fetch_add(1, Ordering::AcqRel);
+            }
+        });
+        first.into_inner().unwrap()
+    };
+    assert_eq!(first_joined(NestedCalls::Lazy), Some(1));
+    assert_eq!(first_joined(NestedCalls::LazyHalves), Some(4));
+}
+
+/// Claims of a lazy call grow while they run shorter than the pool's timespan and stay at one
+/// iteration when each is longer: a nested call of 256 iterations on 2 threads, every worker held
+/// busy so the caller claims alone.
+#[test]
+fn lazy_claims_grow_for_short_iterations_and_stay_single_for_long_ones() {
+    let claims_with = |timespan: Duration, spin: Duration| {
+        let pool = ThreadPoolBuilder::new()
+            .num_threads(2)
+            .timespan(Timespan::Fixed(timespan))
+            .build()
+            .unwrap();
+        let _busy = BusyWorkers::hold(&pool);
+        let sizes = Mutex::new(Vec::new());
+        pool.join(
+            || {
+                pool.parallel_for_chunks(0..256, |chunk| {
+                    let start = std::time::Instant::now();
+                    while start.elapsed() < spin {
+                        std::hint::spin_loop();
+                    }
+                    sizes.lock().unwrap().push(chunk.len());
+                });
+            },
+            || (),
+        );
+        sizes.into_inner().unwrap()
+    };
+    // Instant bodies, a 50 ms timespan: 1, 2, 4 … up to ⌈256 / (4·2)⌉ = 32.
+    let short = claims_with(Duration::from_millis(50), Duration::ZERO);
+    assert_eq!(short.iter().sum::<usize>(), 256);
+    assert_eq!(&short[..3], &[1, 2, 4]);
+    assert_eq!(short.iter().max(), Some(&32));
+    // 20 µs per claim against a 1 µs timespan: every claim is one iteration.
+    let long = claims_with(Duration::from_micros(1), Duration::from_micros(20));
+    assert_eq!(long, vec![1; 256]);
 }
 
 /// An outermost call of at most 8 iterations per thread runs lazily (no hand-off: worker 1's

@@ -15,6 +15,6 @@ pub(crate) fn run(
     let chunk = chunk.max(1);
     let participants = range.len().div_ceil(chunk);
     on_every_slot(ctx, call, root, participants, move |call, _| {
-        drain_cursor(call, &range, |_| chunk);
+        drain_cursor(call, &range, |_| chunk, |iterations| call.run(iterations));
     });
 }

@@ -17,8 +17,11 @@ pub(crate) fn run(
     let divisor = 2 * call.slots;
     let participants = range.len().div_ceil(min_chunk);
     on_every_slot(ctx, call, root, participants, move |call, _| {
-        drain_cursor(call, &range, |remaining| {
-            (remaining / divisor).max(min_chunk)
-        });
+        drain_cursor(
+            call,
+            &range,
+            |remaining| (remaining / divisor).max(min_chunk),
+            |iterations| call.run(iterations),
+        );
     });
 }

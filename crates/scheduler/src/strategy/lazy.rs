@@ -1,31 +1,126 @@
-//! Lazy binary splitting: how the tree strategy runs calls nested inside the pool by default.
+//! Lazy splitting: how the tree strategy runs calls nested inside the pool by default.
 //!
-//! The range is first halved into P stealable pieces (P threads), so that P iterations can always
-//! run at the same time (a rendezvous of P iterations finishes, as under every other strategy).
-//! The thread holding a piece runs it from its low end in batches. Before each batch it looks at
-//! its own deque: if that is empty, no thief can find work on this thread, so it hands out the
-//! upper half of what is left as one stealable task (and wakes a sleeping worker to take it).
-//! If the deque still holds a task — an upper half of this call, or of an enclosing one, which
-//! a thief would take first because it is the oldest and largest — splitting would only add
-//! tasks nobody needs, so the thread goes on. Whoever runs a handed-out half does the same.
+//! Inside the pool the other threads are busy with enclosing calls, so a nested call should make
+//! a stealable task only when an idle thread could use one, and an idle thread should find the
+//! work a sequential run would do next. [`NestedCalls::Lazy`](crate::NestedCalls) does both:
 //!
-//! So a nested call on a fully busy pool creates P − 1 tasks, plus a few while its thread's deque
-//! is empty, instead of one per piece, while an idle thread still finds the largest unstarted
-//! piece within one batch. Batches start at one iteration (task kernels: one iteration is one
-//! search subtree) and double while no split is needed, up to `⌈n / (4·P)⌉` iterations, so a
-//! long loop reads its deque only a few dozen times.
+//! * **Claims in index order.** The call's iterations are claimed from its shared cursor (the one
+//!   `Dynamic` uses), from the low end, by every thread that takes part. A claim starts at one
+//!   iteration and doubles, up to `⌈n / (4·P)⌉`, while claims run shorter than the pool's
+//!   timespan; a longer claim halves the next one. Long iterations (a task kernel's subtrees) are
+//!   thus claimed one at a time, in order, and short ones in a few dozen claims per call.
+//! * **Lazy offers.** A thread may join the call only through a *claim offer*: a stealable task on
+//!   the deque of a thread working in the call, which runs the same claiming loop. P − 1 offers are
+//!   made at the start, so P iterations can always run at once (a rendezvous of P iterations
+//!   finishes, as under every other strategy); after that a thread makes a new offer before a
+//!   claim only when its own deque is empty — nothing there for a thief, or a thief took it — and
+//!   two iterations or more are left. On a busy pool a nested call thus makes P − 1 tasks (the
+//!   creator pops its unused offer back when it waits for the call) plus one per claim made while
+//!   its deque was empty; an idle thread steals the oldest offer on a victim's deque, which
+//!   belongs to the outermost call with work left, and claims that call's next iteration.
+//!
+//! Why index order: in a branch and bound (`qap`, `floorplan`) the work a search does depends on
+//! how early good bounds are found; a sequential run visits subtrees in index order, and a
+//! parallel run that keeps close to that order prunes as much. Handing a thief the upper half of
+//! what is left ([`NestedCalls::LazyHalves`](crate::NestedCalls), the previous rule, kept as an
+//! ablation) sends it to the subtrees a sequential run would visit last, with the bound of the
+//! start: on `qap` (n = 10, 2 threads, lower-bound evaluations counted in a probe build) that
+//! searched ≈ 4 010 nodes against 3 760–3 790 in index order and ≈ 3 880 under `Dynamic`
+//! (sequential: 4 376).
 //!
 //! The tree strategy also runs an outermost call this way when it has at most
 //! `small_per_thread` iterations per thread (see [`TreeConfig`](crate::TreeConfig)).
 
+use std::cell::Cell;
 use std::ops::Range;
 
-use super::{LoopCall, NodeRef, counted_job};
+use super::{LoopCall, NodeRef, counted_job, drain_cursor};
 use crate::registry::WorkerCtx;
+use crate::timer;
 
-/// Runs `range` — first split into `threads` stealable pieces, each of which then runs with
-/// lazy binary splitting — and releases the caller's count of `root`.
+/// Runs `range` by claims in index order on `threads` threads (`P − 1` claim offers made at
+/// once, more lazily) and releases the caller's count of `root`.
 pub(crate) fn run(
+    ctx: &WorkerCtx<'_>,
+    call: &LoopCall<'_>,
+    root: NodeRef,
+    range: Range<usize>,
+    threads: usize,
+) {
+    let claims = Claims {
+        max: range.len().div_ceil(4 * threads.max(1)).max(1),
+        long: ctx.registry.timespan_ticks(),
+        range,
+    };
+    for _ in 1..threads.min(claims.range.len()) {
+        offer(ctx, call, root, claims.clone());
+    }
+    claim_in_order(ctx, call, root, &claims);
+    // SAFETY: the caller's own count, released once.
+    unsafe { root.complete() };
+}
+
+/// How a call's iterations are claimed: the range, the largest claim, and the claim duration (in
+/// timer ticks) from which the next claim shrinks instead of growing.
+#[derive(Clone)]
+struct Claims {
+    range: Range<usize>,
+    max: usize,
+    long: u64,
+}
+
+/// Pushes a claim offer for the call on this thread's deque and wakes a thief for it.
+fn offer<'a>(ctx: &WorkerCtx<'_>, call: &'a LoopCall<'a>, count: NodeRef, claims: Claims) {
+    count.add(1);
+    // SAFETY: the job holds the count just added; `call` lives until the root latch is set.
+    let job = unsafe { counted_job(count, move |ctx| claim_in_order(ctx, call, count, &claims)) };
+    ctx.push_local_and_wake(job);
+}
+
+/// Claims and runs iterations until the call's cursor is exhausted (or the call stopped), making a
+/// claim offer before a claim whenever this thread's deque is empty.
+fn claim_in_order<'a>(
+    ctx: &WorkerCtx<'_>,
+    call: &'a LoopCall<'a>,
+    count: NodeRef,
+    claims: &Claims,
+) {
+    let size = Cell::new(1usize);
+    let offer_if_deque_empty = |remaining: usize| {
+        if remaining > 1 && ctx.deque_is_empty() {
+            offer(ctx, call, count, claims.clone());
+            size.set(1);
+        }
+        size.get()
+    };
+    if claims.max == 1 {
+        // Claims cannot grow: no clock reads (a nested task call of a few iterations).
+        drain_cursor(call, &claims.range, offer_if_deque_empty, |iterations| {
+            call.run(iterations)
+        });
+        return;
+    }
+    // One clock read per claim: a claim's duration runs from the end of the previous one, so it
+    // includes its own offer and cursor update.
+    let last = Cell::new(timer::now());
+    drain_cursor(call, &claims.range, offer_if_deque_empty, |iterations| {
+        let more = call.run(iterations);
+        let now = timer::now();
+        let grow = now.wrapping_sub(last.replace(now)) < claims.long;
+        size.set(if grow {
+            size.get().saturating_mul(2).min(claims.max)
+        } else {
+            (size.get() / 2).max(1)
+        });
+        more
+    });
+}
+
+/// The [`NestedCalls::LazyHalves`](crate::NestedCalls) ablation: runs `range` — first split into
+/// `threads` stealable pieces, each of which then runs with lazy binary splitting (the upper half
+/// of what is left becomes a stealable task when the deque is empty) — and releases the caller's
+/// count of `root`.
+pub(crate) fn run_halves(
     ctx: &WorkerCtx<'_>,
     call: &LoopCall<'_>,
     root: NodeRef,

@@ -25,7 +25,7 @@
 //!
 //! This is how an *outermost* call of more than `small_per_thread · P` iterations runs. A call
 //! made from inside the pool (a loop body, a task), and a smaller outermost one, runs by lazy
-//! binary splitting instead (`lazy.rs`; [`NestedCalls`](crate::NestedCalls)), unless the config
+//! claims in index order instead (`lazy.rs`; [`NestedCalls`](crate::NestedCalls)), unless the config
 //! asks for the tree there too. A pool of one thread runs every call inline.
 //!
 //! Completion is tracked by the completion tree of `latch.rs`: a thread that hands out work owns a
