@@ -21,12 +21,19 @@
 //! elements. When the pivot's value is very common, the elements equal to it are split off (they
 //! need no sorting), so inputs with many duplicates still split evenly or finish early.
 //!
-//! Where the time goes (10^7 random u64, 2 threads, this repository's 2-core VM): pivot 0.2 ms,
-//! partition 5.3–6 ms (one lane alone takes 9.2–10.4 ms: two lanes contend for the memory system),
-//! then the two sides 83–85 ms, which is what two concurrent `sort_unstable` of n/2 take. The
-//! earlier partition — the two halves in parallel with a swapping Lomuto, then the misplaced
-//! middle (≈ n/4 pairs) swapped — was as fast for u64 but writes every element and moves the middle
-//! twice; for 3·10^6 32-byte elements the whole sort was 2–8 % slower with it.
+//! Where the time goes (10^7 random u64, 2 threads, this repository's 2-core VM, quiet): pivot
+//! 0.2 ms, partition 5.3–5.5 ms with 256 KiB chunks (6.1–6.2 ms with 32 KiB ones; one lane alone
+//! takes 8.4–8.6 ms: two lanes contend for the memory system), then the two sides, about what two
+//! concurrent `slice::sort_unstable` of n/2 take (80–85 ms). The sides are sorted through a
+//! closure around the comparator: handing std's `sort_unstable_by` the `&F` itself made its sort
+//! 5–7 % slower, which was the 3–5 ms by which the sides used to exceed that floor. The earlier partition —
+//! the two halves in parallel with a swapping Lomuto, then the misplaced middle (≈ n/4 pairs)
+//! swapped — was as fast for u64 but writes every element and moves the middle twice; for 3·10^6
+//! 32-byte elements the whole sort was 2–8 % slower with it. A partition that notes misplaced
+//! elements in 64-bit masks instead of offset buffers was no faster on 10^7 u64 and 8–19 % slower
+//! on 10^6 (its scan is not vectorized for u64 on the baseline x86_64 target either). Splitting
+//! into 4 or 8 pieces instead of 2 (so that a thread done early can take a piece of the other's
+//! side on this VM's unevenly fast vCPUs) was no faster: 3 processes, 8 interleaved rounds each.
 //!
 //! Every element is only ever moved by `swap`, so a panicking comparison leaves the slice a
 //! permutation of its input, and the panic propagates to the caller.
