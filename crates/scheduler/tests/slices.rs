@@ -166,6 +166,27 @@ fn sorts_sort_every_input_with_every_strategy() {
     }
 }
 
+/// Above 2^20 u64 the partition takes chunks larger than its 32 KiB minimum (about 1/256 of the
+/// slice); the inputs above are too small for that.
+#[test]
+fn a_large_sort_partitions_with_large_chunks() {
+    let n = 1_100_000;
+    let random = random_u64s(n, 11);
+    let mostly_one: Vec<u64> = random
+        .iter()
+        .map(|x| if x % 10 == 0 { *x } else { 5 })
+        .collect();
+    for (name, input) in [("random", random), ("mostly one value", mostly_one)] {
+        let mut expected = input.clone();
+        expected.sort_unstable();
+        for threads in [2, 3] {
+            let mut v = input.clone();
+            pool(threads).sort_unstable(&mut v);
+            assert!(v == expected, "{threads} threads, {name}");
+        }
+    }
+}
+
 #[test]
 fn sort_variants_agree() {
     let pool = pool(2);
