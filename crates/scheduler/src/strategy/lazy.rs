@@ -25,7 +25,7 @@
 //! what is left ([`NestedCalls::LazyHalves`](crate::NestedCalls), the previous rule, kept as an
 //! ablation) sends it to the subtrees a sequential run would visit last, with the bound of the
 //! start: on `qap` (n = 10, 2 threads, lower-bound evaluations counted in a probe build) that
-//! searched ≈ 4 010 nodes against 3 760–3 790 in index order and ≈ 3 880 under `Dynamic`
+//! searched ≈ 4 000 nodes against ≈ 3 750 in index order and ≈ 3 830 under `Dynamic`
 //! (sequential: 4 376).
 //!
 //! The tree strategy also runs an outermost call this way when it has at most

@@ -164,7 +164,7 @@ impl Default for TreeConfig {
 /// the other thread per call), and that overhead left tree behind static. Lazy splitting makes a
 /// task only when this thread's deque offers a thief nothing. What a thief gets matters too: in
 /// a branch and bound the work depends on the order in which subtrees are searched, and handing
-/// it the upper half of a call ([`NestedCalls::LazyHalves`]) made qap search ≈ 6 % more nodes than
+/// it the upper half of a call ([`NestedCalls::LazyHalves`]) made qap search 6–7 % more nodes than
 /// claiming iterations in index order ([`NestedCalls::Lazy`]).
 ///
 /// ```
