@@ -32,8 +32,9 @@
 //! 32-byte elements the whole sort was 2–8 % slower with it. A partition that notes misplaced
 //! elements in 64-bit masks instead of offset buffers was no faster on 10^7 u64 and 8–19 % slower
 //! on 10^6 (its scan is not vectorized for u64 on the baseline x86_64 target either). Splitting
-//! into 4 or 8 pieces instead of 2 (so that a thread done early can take a piece of the other's
-//! side on this VM's unevenly fast vCPUs) was no faster: 3 processes, 8 interleaved rounds each.
+//! into 8 pieces instead of 2 (so that a thread done early can take a piece of the other's side
+//! on this VM's unevenly fast vCPUs) was not clearly faster: its median was lower in 4 of 6
+//! processes, higher in 2, and its best rounds were slower in all 6.
 //!
 //! Every element is only ever moved by `swap`, so a panicking comparison leaves the slice a
 //! permutation of its input, and the panic propagates to the caller.
