@@ -26,7 +26,7 @@
 //! takes 8.4–8.6 ms: two lanes contend for the memory system), then the two sides, about what two
 //! concurrent `slice::sort_unstable` of n/2 take (80–85 ms). The sides are sorted through a
 //! closure around the comparator: handing std's `sort_unstable_by` the `&F` itself made its sort
-//! 5–7 % slower, which was the 3–5 ms by which the sides used to exceed that floor. The earlier partition —
+//! 5–7 % slower, which fits the 3–5 ms by which the sides used to exceed that floor. The earlier partition —
 //! the two halves in parallel with a swapping Lomuto, then the misplaced middle (≈ n/4 pairs)
 //! swapped — was as fast for u64 but writes every element and moves the middle twice; for 3·10^6
 //! 32-byte elements the whole sort was 2–8 % slower with it. A partition that notes misplaced
