@@ -53,13 +53,15 @@ PARBENCH_STRESS_ROUNDS=10000 cargo test -p parbench-scheduler --release --locked
 step "aarch64 emulation tests and instruction check of parbench-atomics"
 scripts/test-aarch64.sh
 
-step "publishable crates: cargo publish --dry-run (parbench-scheduler, parbench-atomics); cargo doc of the workspace"
+step "publishable crates: cargo publish --dry-run (parbench-scheduler, parbench-atomics); cargo doc of the workspace (public and private items)"
 # Packages each crate as crates.io would and builds the package on its own (no path dependencies,
 # metadata complete); about 10 s. --allow-dirty: what is checked is the package, not git's state.
 for crate in parbench-scheduler parbench-atomics; do
     cargo publish --dry-run --allow-dirty --locked -p "$crate"
 done
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked --workspace
+# The internal docs too (a few seconds): their links must resolve as well.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked --workspace --document-private-items
 
 step "benchmarks compile"
 cargo bench --workspace --no-run --locked

@@ -49,7 +49,7 @@ impl BroadcastContext {
 
 impl ThreadPool {
     /// Runs `op` inside this pool and returns its result: parallel algorithms called by `op`
-    /// through the free functions ([`crate::for_each_mut`], [`crate::join`], …) use this pool
+    /// through the free functions ([`crate::for_each_mut`], [`crate::join()`], …) use this pool
     /// instead of the global one. From outside, the calling thread runs `op` itself and takes
     /// part in the pool's work as its stand-in for worker 0; from a worker of this pool, `op` just
     /// runs. A panic in `op` propagates.

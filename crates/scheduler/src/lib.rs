@@ -52,7 +52,7 @@
 //! # Ok::<(), parbench_scheduler::BuildError>(())
 //! ```
 //!
-//! The free functions ([`parallel_for`], [`join`], …) act on the pool the calling thread works
+//! The free functions ([`parallel_for`], [`join()`], …) act on the pool the calling thread works
 //! for or is [installed](ThreadPool::install) into, or else on a lazily built global pool sized by
 //! `PARBENCH_NUM_THREADS`.
 //!

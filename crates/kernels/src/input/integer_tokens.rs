@@ -5,7 +5,7 @@
 //! malformed value sits (`path:line: message`), so this module walks the text
 //! line by line and hands out one integer at a time together with the line it
 //! came from. Readers ask for a value with a description of what they expect
-//! ("flow matrix entry A[2][3]"), which turns every error into a sentence a
+//! ("flow matrix entry A\[2\]\[3\]"), which turns every error into a sentence a
 //! user can act on. [`read_input_file`] is the one place such a file is read
 //! from disk.
 

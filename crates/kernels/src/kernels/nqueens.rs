@@ -211,7 +211,8 @@ fn count_solutions(exec: &dyn Executor, n: usize, cutoff: usize) -> Result<u64, 
     count_solutions_into(exec, n, cutoff, &total)
 }
 
-/// [`count_solutions`] adding into `total`; returns this search's count.
+/// Number of solutions for an `n × n` board, with one task per valid placement in rows
+/// `0..cutoff`, added into `total`; returns this search's count.
 fn count_solutions_into(
     exec: &dyn Executor,
     n: usize,
