@@ -409,3 +409,63 @@ fn tree_offers_one_balancing_piece_at_a_time_when_nothing_is_stolen() {
     assert_eq!(most.into_inner(), 1, "more than one piece queued at once");
     assert!(offered.into_inner() > 0, "no balancing piece was offered");
 }
+
+/// The end of a tree call: once the caller has run out of work, a worker whose last work is less
+/// than two grains of its share offers part of it. The grain is fixed at 32 and the timespan at
+/// 1 µs, so after its timespan (its first iteration) the worker holds 49 iterations of its 50:
+/// below two grains, which it never offered before (the caller then waited for the worker's
+/// whole share, as when a worker is woken late). The caller waits for the worker to start (so it
+/// cannot take the share back from the worker's inbox) and then finishes its own share at once,
+/// while the worker's first iteration lasts 50 µs; the worker's later iterations wait (up to 5 ms
+/// each) until the caller has run one of the worker's block. The caller spins while it waits
+/// (a long spin window): a parked caller is woken only by the end of its call.
+#[test]
+fn tree_offers_the_last_iterations_to_a_thread_out_of_work() {
+    use parbench_scheduler::{Grain, TreeConfig, TreeTimespan};
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+    let pool = ThreadPoolBuilder::new()
+        .num_threads(2)
+        .spin_before_park(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let strategy = Strategy::Tree(TreeConfig {
+        timespan: TreeTimespan::Fixed(Duration::from_micros(1)),
+        grain: Grain::Fixed(32),
+        ..TreeConfig::default()
+    });
+    let n = 100;
+    let worker_started = AtomicBool::new(false);
+    let caller_helped = AtomicBool::new(false);
+    let spin = |limit: Duration, done: &dyn Fn() -> bool| {
+        let start = Instant::now();
+        while !done() && start.elapsed() < limit {
+            std::hint::spin_loop();
+        }
+    };
+    pool.parallel_for_with(&strategy, 0..n, |i| {
+        if pool.current_thread_index().is_some() {
+            if worker_started.swap(true, Ordering::Relaxed) {
+                spin(Duration::from_millis(5), &|| {
+                    caller_helped.load(Ordering::Relaxed)
+                });
+            } else {
+                spin(Duration::from_micros(50), &|| false);
+            }
+        } else if i >= n / 2 {
+            caller_helped.store(true, Ordering::Relaxed);
+        } else if i == 0 {
+            spin(Duration::from_secs(5), &|| {
+                worker_started.load(Ordering::Relaxed)
+            });
+        }
+    });
+    if !worker_started.into_inner() {
+        eprintln!("SKIPPED: the worker did not start within 5 s (machine overloaded)");
+        return;
+    }
+    assert!(
+        caller_helped.into_inner(),
+        "the caller ran out of work but got none of the worker's last iterations"
+    );
+}

@@ -262,6 +262,10 @@ impl Body<'_> {
 pub(crate) struct LoopCall<'a> {
     body: Body<'a>,
     stop: AtomicBool,
+    /// Some thread of the call ran out of work of its own (tree: from then on the last
+    /// iterations of a piece are offered below the grain; see `tree::run_piece`). Set once, read
+    /// between a thread's last steps; never reset during the call.
+    out_of_work: AtomicBool,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
     /// How many threads take part (slot 0 is the caller).
     pub(crate) slots: usize,
@@ -276,6 +280,7 @@ impl<'a> LoopCall<'a> {
         LoopCall {
             body,
             stop: AtomicBool::new(false),
+            out_of_work: AtomicBool::new(false),
             panic: Mutex::new(None),
             slots: participants.slots,
             participants,
@@ -292,6 +297,24 @@ impl<'a> LoopCall<'a> {
     #[inline]
     pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Records that a thread of the call has no work of its own left (it is about to look for
+    /// some elsewhere).
+    #[inline]
+    pub(crate) fn note_out_of_work(&self) {
+        // Relaxed: a hint for the other threads' splitting decisions; nothing is published
+        // through it. Checked first so that the flag's line is written once per call.
+        if !self.out_of_work.load(Ordering::Relaxed) {
+            self.out_of_work.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a thread of the call has run out of work of its own (see `note_out_of_work`).
+    #[inline]
+    pub(crate) fn someone_is_out_of_work(&self) -> bool {
+        // Relaxed: a hint only (see `note_out_of_work`).
+        self.out_of_work.load(Ordering::Relaxed)
     }
 
     /// Runs iterations `range`; returns `false` if the call is stopped.

@@ -22,6 +22,11 @@
 //!    on a balanced load a thread makes about `log₂(share / grain)` tasks and takes each back
 //!    (keeping its grain, without a new timespan), instead of one task per grain. A stolen piece
 //!    runs its own timespan first and measures its own grain.
+//! 4. **Finish together.** Once some thread of the call has run out of work of its own, a thread
+//!    whose last work is the final two grains of a piece offers their upper half as well (down to
+//!    single iterations) and runs them in steps of an eighth of a grain, so the idle thread gets
+//!    its half within a step: the threads' ends differ by about a step, not a grain. This matters
+//!    when a participant starts late (a worker woken late runs its share past the caller's end).
 //!
 //! This is how an *outermost* call of more than `small_per_thread · P` iterations runs. A call
 //! made from inside the pool (a loop body, a task), and a smaller outermost one, runs by lazy
@@ -175,6 +180,11 @@ fn distribute<'a>(
     node
 }
 
+/// The last two grains of a thread's work run in steps of `grain / TAIL_STEPS_PER_GRAIN`
+/// iterations (at least one), so a thread that runs out of work meanwhile waits at most about an
+/// eighth of a grain for its share of them (see `run_piece`).
+const TAIL_STEPS_PER_GRAIN: usize = 8;
+
 /// Runs `range` on this thread — a share, or a balancing piece — and then releases `held`.
 ///
 /// A share, or a piece stolen from another thread, first runs for the timespan without creating
@@ -192,6 +202,16 @@ fn distribute<'a>(
 /// balanced loop a thread makes about `log₂(share / grain)` tasks and takes each back, instead of
 /// one per grain. The balancing tasks count in a node of their own, so completing them touches no
 /// counter that other threads' pieces use.
+///
+/// The end of a call: a thread whose deque is empty when it finishes a piece has no work of its
+/// own left and records that in the call (`LoopCall::note_out_of_work`). From then on a thread
+/// whose last work is the final two grains of a piece — its deque empty — offers the upper half
+/// of them too, down to single iterations, and it runs those two grains in steps of an eighth of
+/// a grain, so the idle thread gets its half within a step. Without this the threads' ends could
+/// differ by up to about a grain (one timespan of work): when one participant starts its share
+/// late (a worker woken late), the caller would finish its share and wait while the late one runs
+/// the rest of its own, as under `Static`. Until a thread runs out of work nothing changes: no
+/// piece below two grains is offered, so a balanced loop makes no extra tasks.
 fn run_piece<'a>(
     ctx: &WorkerCtx<'_>,
     call: &'a LoopCall<'a>,
@@ -205,6 +225,9 @@ fn run_piece<'a>(
         None => run_for_timespan(ctx, call, range, config),
     };
     let Some((mut rest, measured)) = rest else {
+        if ctx.deque_is_empty() {
+            call.note_out_of_work();
+        }
         // SAFETY: the count this piece was run for.
         unsafe { held.complete() };
         return;
@@ -214,11 +237,18 @@ fn run_piece<'a>(
         Grain::Fixed(grain) => grain,
     }
     .max(1);
+    let tail_step = (grain / TAIL_STEPS_PER_GRAIN).max(1);
     // The node counting this piece's balancing tasks, made with the first one; it takes over
     // `held`'s count.
     let mut node: Option<NodeRef> = None;
     while !rest.is_empty() {
-        if rest.len() >= 2 * grain && ctx.deque_is_empty() && !call.stopped() {
+        // Nothing on the deque: this thread's last work of the call is `rest` (any piece it
+        // offered before was stolen or taken back).
+        let last_work = ctx.deque_is_empty();
+        let offer = last_work
+            && !call.stopped()
+            && (rest.len() >= 2 * grain || (rest.len() >= 2 && call.someone_is_out_of_work()));
+        if offer {
             let node = *node.get_or_insert_with(|| NodeRef(CountNode::child(held.0)));
             let mid = rest.start + rest.len() / 2;
             let upper = mid..rest.end;
@@ -242,11 +272,21 @@ fn run_piece<'a>(
                 .sleep
                 .wake_one_of((1..call.slots).map(|slot| call.worker_of(slot)));
         }
-        let end = rest.start + grain.min(rest.len());
+        // The last two grains of a thread's work run in smaller steps, so that a thread running
+        // out of work meanwhile gets half of what is left within a step, not a grain.
+        let step = if last_work && rest.len() < 2 * grain {
+            tail_step
+        } else {
+            grain
+        };
+        let end = rest.start + step.min(rest.len());
         if !call.run(rest.start..end) {
             break;
         }
         rest.start = end;
+    }
+    if ctx.deque_is_empty() {
+        call.note_out_of_work();
     }
     // SAFETY: the piece's own count — in `node` if it made one (which took `held`'s over).
     unsafe { node.unwrap_or(held).complete() };
