@@ -187,6 +187,170 @@ fn a_large_sort_partitions_with_large_chunks() {
     }
 }
 
+/// The shapes of input the lengths around the sort's thresholds are tried with.
+fn shaped(len: usize, seed: u64) -> Vec<(&'static str, Vec<u64>)> {
+    let random = random_u64s(len, seed);
+    vec![
+        ("few distinct", random.iter().map(|x| x % 5).collect()),
+        ("all equal", vec![3; len]),
+        ("sorted", (0..len as u64).collect()),
+        ("reversed", (0..len as u64).rev().collect()),
+        ("random", random),
+    ]
+}
+
+/// Lengths around the sort's thresholds: one thread below 2^15 elements; above it a parallel
+/// first split, then pieces split by one lane while longer than max(n / (4 · threads), 2^18),
+/// so from about 2^19 elements (sides of 2^18) on. `a_large_sort_partitions_with_large_chunks`
+/// splits pieces over two levels.
+#[test]
+fn sorts_around_every_threshold() {
+    let lengths = [32_767, 32_768, 32_769, 65_537, 524_289, 600_001];
+    for threads in [2, 3] {
+        let pool = pool(threads);
+        for len in lengths {
+            if threads == 3 && len > 100_000 {
+                continue;
+            }
+            for (name, input) in shaped(len, len as u64) {
+                let mut expected = input.clone();
+                expected.sort_unstable();
+                let mut v = input;
+                pool.sort_unstable(&mut v);
+                assert!(v == expected, "{threads} threads, len {len}, {name}");
+            }
+        }
+    }
+    // Strategies of each kind where the pieces are split (every strategy runs the lanes of the
+    // first split and of the pieces in `sorts_sort_every_input_with_every_strategy`).
+    let pool = pool(2);
+    let input = random_u64s(600_001, 12);
+    let mut expected = input.clone();
+    expected.sort_unstable();
+    let strategies = [
+        parbench_scheduler::Strategy::default(),
+        parbench_scheduler::Strategy::Static,
+        parbench_scheduler::Strategy::Dynamic { chunk: 1 },
+        parbench_scheduler::Strategy::Simple { grain: 1 },
+    ];
+    for strategy in strategies {
+        let mut v = input.clone();
+        pool.sort_unstable_by_with(&strategy, &mut v, u64::cmp);
+        assert!(v == expected, "{strategy:?}");
+    }
+}
+
+/// An element that counts its drops.
+struct Counted<'a> {
+    key: u64,
+    drops: &'a AtomicUsize,
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Sorting (or a panicking sort) neither drops an element nor duplicates one: after the sort,
+/// dropping the vector drops every element exactly once.
+#[test]
+fn a_sort_drops_nothing_and_duplicates_nothing() {
+    let len = 600_001;
+    let keys: Vec<u64> = random_u64s(len, 13).iter().map(|x| x % 100_000).collect();
+    let mut expected = keys.clone();
+    expected.sort_unstable();
+    let pool = pool(2);
+    // No panic, then panics in the first split (about the first 300 000 comparisons), in the
+    // pieces' splits on one lane, and in the pieces' sorts.
+    for panic_at in [
+        None,
+        Some(150_000),
+        Some(320_000),
+        Some(600_000),
+        Some(2_000_000),
+    ] {
+        let drops = AtomicUsize::new(0);
+        let compared = AtomicUsize::new(0);
+        let mut v: Vec<Counted<'_>> = keys
+            .iter()
+            .map(|&key| Counted { key, drops: &drops })
+            .collect();
+        let r = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.sort_unstable_by(&mut v, |a, b| {
+                let call = compared.fetch_add(1, Ordering::Relaxed);
+                assert!(Some(call) != panic_at, "sort");
+                a.key.cmp(&b.key)
+            })
+        }));
+        let what = format!("panic at {panic_at:?}");
+        assert_eq!(r.is_err(), panic_at.is_some(), "{what}");
+        assert_eq!(
+            drops.load(Ordering::Relaxed),
+            0,
+            "{what}: dropped during the sort"
+        );
+        let mut sorted: Vec<u64> = v.iter().map(|x| x.key).collect();
+        if panic_at.is_none() {
+            assert!(sorted == expected, "{what}: not sorted");
+        }
+        sorted.sort_unstable();
+        assert!(sorted == expected, "{what}: not a permutation");
+        drop(v);
+        assert_eq!(drops.load(Ordering::Relaxed), len, "{what}");
+    }
+}
+
+static ZST_DROPS: AtomicUsize = AtomicUsize::new(0);
+
+/// A zero-sized element with a destructor.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Nothing;
+
+impl Drop for Nothing {
+    fn drop(&mut self) {
+        ZST_DROPS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn zero_sized_elements_sort_with_every_strategy() {
+    let pool = pool(2);
+    let len = 100_000;
+    for strategy in all_strategies() {
+        ZST_DROPS.store(0, Ordering::Relaxed);
+        let mut v: Vec<Nothing> = (0..len).map(|_| Nothing).collect();
+        pool.sort_unstable_by_with(&strategy, &mut v, Nothing::cmp);
+        assert_eq!(v.len(), len);
+        assert_eq!(ZST_DROPS.load(Ordering::Relaxed), 0, "{strategy:?}");
+        drop(v);
+        assert_eq!(ZST_DROPS.load(Ordering::Relaxed), len, "{strategy:?}");
+    }
+}
+
+/// A comparator that itself runs work on the pool (nested in the sort's lanes) neither deadlocks
+/// the sort nor disturbs it.
+#[test]
+fn a_comparator_running_pool_work_does_not_deadlock_the_sort() {
+    let pool = pool(2);
+    let input = random_u64s(600_001, 14);
+    let mut expected = input.clone();
+    expected.sort_unstable();
+    let compared = AtomicUsize::new(0);
+    let mut v = input;
+    pool.install(|| {
+        pool.sort_unstable_by(&mut v, |a, b| {
+            if compared.fetch_add(1, Ordering::Relaxed) % 20_000 == 0 {
+                let mut scratch = [0_u8; 256];
+                parbench_scheduler::for_each_mut(&mut scratch, |x| *x += 1);
+                assert!(scratch.iter().all(|&x| x == 1));
+            }
+            a.cmp(b)
+        })
+    });
+    assert!(v == expected);
+}
+
 #[test]
 fn sort_variants_agree() {
     let pool = pool(2);

@@ -11,8 +11,13 @@
 //!    them pairwise, taking a new chunk whenever one is clean. One pass over the data, in which
 //!    only misplaced elements are written; the at most P chunks left unfinished are swapped next
 //!    to the middle and partitioned again, sequentially (≤ P + 1 chunks, whatever the input);
-//! 2. sorts the < side and the ≥ side in parallel, each with half the threads, recursively, and
-//!    with `slice::sort_unstable_by` once one thread is left or the side is small.
+//! 2. sorts the < side and the ≥ side with P lanes that share *pieces* (`sort_pieces`): a lane
+//!    takes the largest waiting piece and, while it is longer than max(n / 4P, 2^18) elements,
+//!    splits it on its own (a pivot from a small sample, the same partition with one lane),
+//!    leaving one half waiting each time; then it sorts what it kept with
+//!    `slice::sort_unstable_by` and takes the next piece, until none is left. For 2 threads and
+//!    10^7 elements that is 8 pieces of about 1.25 M, handed out dynamically, so a lane on a
+//!    faster vCPU sorts more of them.
 //!
 //! Each parallel step is a loop of the pool with the caller's strategy (the lanes are the
 //! iterations of one loop; a lane that starts late simply finds fewer chunks left). Unlike a
@@ -20,6 +25,13 @@
 //! the others wait, which matters on two threads: the first partition pass touches all n
 //! elements. When the pivot's value is very common, the elements equal to it are split off (they
 //! need no sorting), so inputs with many duplicates still split evenly or finish early.
+//!
+//! Why pieces: this VM's two vCPUs are often unevenly fast for long stretches (one side of a
+//! two-way split took 108–117 ms while the other took 83–85 ms in 3 of 12 runs), and a two-way
+//! split cannot hide that; sorting the two sides each on one thread, the sort's time was that of
+//! the slower side. Splitting a piece on one lane costs a little more than letting std's sort do
+//! that level (our one-lane partition ≈ 0.85 ns per u64 against ≈ 0.73 for a level of std's sort),
+//! two levels per side here. See the README's slice section for the measurements.
 //!
 //! Where the time goes (10^7 random u64, 2 threads, this repository's 2-core VM, quiet): pivot
 //! 0.2 ms, partition 5.3–5.5 ms with 256 KiB chunks (6.1–6.2 ms with 32 KiB ones; one lane alone
@@ -37,12 +49,13 @@
 //! processes, higher in 2, and its best rounds were slower in all 6.
 //!
 //! Every element is only ever moved by `swap`, so a panicking comparison leaves the slice a
-//! permutation of its input, and the panic propagates to the caller.
+//! permutation of its input, and the panic propagates to the caller (the other lanes then stop
+//! taking pieces). The sort allocates only its pivot samples and the list of waiting pieces.
 
 use std::cmp::Ordering;
 use std::ops::Range;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
 
 use super::SharedSlice;
 use crate::registry::Registry;
@@ -55,6 +68,15 @@ const SEQUENTIAL_BELOW: usize = 1 << 15;
 const PIVOT_RUNS: usize = 128;
 /// …of up to this many elements each (a sample of up to 32768 elements, about 1/256 of the slice).
 const PIVOT_RUN_MAX: usize = 256;
+/// Runs of up to this many elements (a sample of up to 512) for the pivot of a piece split by
+/// one lane: its sides need not be equal, the lanes balance the pieces.
+const PIECE_PIVOT_RUN_MAX: usize = 4;
+/// The pieces below the first split are split while longer than about 1/(this · threads) of
+/// the slice: for 2 threads, 8 pieces of about n/8 (1.25 M elements at 10^7)…
+const PIECES_PER_THREAD: usize = 4;
+/// …but not below this many elements: at 10^6 u64 four pieces were as fast as two sides and
+/// eight were 3–5 % slower (8 interleaved processes each).
+const MIN_PIECE: usize = 1 << 18;
 
 pub(crate) fn sort_unstable_by<T, F>(
     registry: &Registry,
@@ -94,10 +116,30 @@ impl<F> Sorter<'_, F> {
             data.sort_unstable_by(|a, b| (self.compare)(a, b));
             return;
         }
-        let pivot_index = self.choose_pivot(data);
+        let (lower, upper) = self.split(data, threads, PIVOT_RUN_MAX);
+        let cutoff = (len / (threads * PIECES_PER_THREAD)).max(MIN_PIECE);
+        self.sort_pieces([lower, upper], threads, cutoff);
+    }
+
+    /// Partitions `data` around a pivot (the median of a sample of runs of up to `run_max`
+    /// elements) with `lanes` lanes; returns the elements below the pivot and those above it,
+    /// without the pivot and, when its value is common, the elements equal to it (all of them in
+    /// their final places).
+    fn split<'d, T>(
+        &self,
+        data: &'d mut [T],
+        lanes: usize,
+        run_max: usize,
+    ) -> (&'d mut [T], &'d mut [T])
+    where
+        T: Send + Sync,
+        F: Fn(&T, &T) -> Ordering + Sync,
+    {
+        let len = data.len();
+        let pivot_index = self.choose_pivot(data, run_max);
         data.swap(pivot_index, len - 1);
         let (rest, last) = data.split_at_mut(len - 1);
-        let less = self.partition(rest, threads, |x: &T| {
+        let less = self.partition(rest, lanes, |x: &T| {
             (self.compare)(x, &last[0]) == Ordering::Less
         });
         // rest[..less] < pivot ≤ rest[less..]: swapping the pivot with rest[less] puts it in
@@ -109,29 +151,86 @@ impl<F> Sorter<'_, F> {
         // If the pivot's value is common (the < side is small), gather the elements equal to
         // it at the front of `upper`: they are in their final place already.
         let equal = if less < len / 8 {
-            self.partition(upper, threads, |x: &T| {
+            self.partition(upper, lanes, |x: &T| {
                 (self.compare)(pivot, x) != Ordering::Less
             })
         } else {
             0
         };
-        let upper = &mut upper[equal..];
-        let split = threads / 2;
-        let side_threads = [split.max(1), (threads - split).max(1)];
-        self.for_each_part(&mut [lower, upper], |side, part| {
-            self.sort(part, side_threads[side])
-        });
+        (lower, &mut upper[equal..])
+    }
+
+    /// Sorts `parts` with `threads` lanes that share their pieces: a lane takes the largest
+    /// waiting piece, splits it (on its own) while it is longer than `cutoff`, leaving one half
+    /// waiting each time, then sorts the rest with `slice::sort_unstable_by`, and takes the next
+    /// piece until none is waiting. A lane on a faster vCPU, or one that starts earlier, thus
+    /// takes more of the work. A lane never waits for another: a lane that finds no piece
+    /// waiting stops, which leaves at most the pieces other lanes are still splitting to them
+    /// (and needs no care if the comparator itself runs pool work on a lane's thread).
+    fn sort_pieces<T>(&self, parts: [&mut [T]; 2], threads: usize, cutoff: usize)
+    where
+        T: Send + Sync,
+        F: Fn(&T, &T) -> Ordering + Sync,
+    {
+        let waiting = Mutex::new(Vec::from(parts.map(|part| PartPtr {
+            ptr: part.as_mut_ptr(),
+            len: part.len(),
+        })));
+        let failed = AtomicBool::new(false);
+        let lock = || waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let work = || {
+            // Relaxed: `failed` only stops the other lanes early after a panic (which then
+            // propagates from the loop); the pieces themselves pass through the mutex.
+            while !failed.load(AtomicOrdering::Relaxed) {
+                let next = {
+                    let mut waiting = lock();
+                    let largest = (0..waiting.len()).max_by_key(|&i| waiting[i].len);
+                    largest.map(|i| waiting.swap_remove(i))
+                };
+                let Some(PartPtr { ptr, len }) = next else {
+                    return;
+                };
+                // SAFETY: the waiting pieces are disjoint parts of the slice (the two parts we
+                // were given, then the two sides of a partition of a piece, which the lane
+                // splitting it no longer touches), and each is taken out of `waiting` by one
+                // lane only, under the mutex, so no two live `&mut` overlap.
+                let mut piece = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
+                while piece.len() > cutoff {
+                    let (lower, upper) = self.split(piece, 1, PIECE_PIVOT_RUN_MAX);
+                    let (keep, give) = if lower.len() < upper.len() {
+                        (lower, upper)
+                    } else {
+                        (upper, lower)
+                    };
+                    lock().push(PartPtr {
+                        ptr: give.as_mut_ptr(),
+                        len: give.len(),
+                    });
+                    piece = keep;
+                }
+                piece.sort_unstable_by(|a, b| (self.compare)(a, b));
+            }
+        };
+        let run = |lanes: Range<usize>| {
+            for _ in lanes {
+                if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
+                    failed.store(true, AtomicOrdering::Relaxed);
+                    std::panic::resume_unwind(payload);
+                }
+            }
+        };
+        run_loop(self.registry, self.strategy, 0..threads, Body::Chunks(&run));
     }
 
     /// The index of the median of a sample of `data`: `PIVOT_RUNS` evenly spaced runs of
     /// consecutive elements, so that a large sample (an accurate median, hence sides of nearly
     /// equal size, whose sorts then end together) costs few cache misses.
-    fn choose_pivot<T>(&self, data: &[T]) -> usize
+    fn choose_pivot<T>(&self, data: &[T], run_max: usize) -> usize
     where
         F: Fn(&T, &T) -> Ordering,
     {
         let len = data.len();
-        let run = (len / 256 / PIVOT_RUNS).clamp(1, PIVOT_RUN_MAX);
+        let run = (len / 256 / PIVOT_RUNS).clamp(1, run_max);
         let mut indices: Vec<usize> = (0..PIVOT_RUNS)
             .flat_map(|k| {
                 let start = k * (len - run) / (PIVOT_RUNS - 1);
@@ -153,6 +252,11 @@ impl<F> Sorter<'_, F> {
         P: Fn(&T) -> bool + Sync,
     {
         partition_blocks(data, lanes, &pred, &|lane_count, lane| {
+            if lane_count == 1 {
+                // One lane (a piece split by one lane of `sort_pieces`): no loop needed.
+                lane(0);
+                return;
+            }
             let run = |indices: Range<usize>| indices.for_each(lane);
             run_loop(
                 self.registry,
@@ -162,32 +266,9 @@ impl<F> Sorter<'_, F> {
             );
         })
     }
-
-    /// Runs `work(index, part)` for the two `parts`, in parallel, with the strategy.
-    fn for_each_part<T: Send>(
-        &self,
-        parts: &mut [&mut [T]; 2],
-        work: impl Fn(usize, &mut [T]) + Sync,
-    ) {
-        let shared = parts.each_mut().map(|part| PartPtr {
-            ptr: part.as_mut_ptr(),
-            len: part.len(),
-        });
-        let run = |indices: Range<usize>| {
-            for index in indices {
-                let PartPtr { ptr, len } = shared[index];
-                // SAFETY: `parts` are two disjoint mutable borrows held by our caller for the
-                // whole loop, and the strategy hands each index (each part) to exactly one call.
-                let part = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-                work(index, part);
-            }
-        };
-        run_loop(self.registry, self.strategy, 0..2, Body::Chunks(&run));
-    }
 }
 
-/// A part of a slice, as raw parts, to hand to one iteration of a loop.
-#[derive(Clone, Copy)]
+/// A part of a slice, as raw parts, to hand to another thread.
 struct PartPtr<T> {
     ptr: *mut T,
     len: usize,
