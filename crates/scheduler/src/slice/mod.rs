@@ -287,8 +287,10 @@ impl ThreadPool {
 
     /// Sorts `data` with the comparator `compare`, in parallel, not preserving the order of equal
     /// elements (rayon's `par_sort_unstable_by`). See the module docs of `slice/sort.rs` for the
-    /// algorithm: a quicksort whose partitioning is parallel too. Unlike rayon, `T` must be
-    /// `Sync` as well (the threads partitioning in parallel read the same pivot).
+    /// algorithm: a quicksort whose first partition is parallel, then pieces shared by the
+    /// threads (a faster thread sorts more of them). It works in place: it allocates only a pivot
+    /// sample and a list of pieces, never a copy of `data`. Unlike rayon, `T` must be `Sync` as
+    /// well (the threads partitioning in parallel read the same pivot).
     ///
     /// ```
     /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();

@@ -43,10 +43,29 @@
 //! swapped — was as fast for u64 but writes every element and moves the middle twice; for 3·10^6
 //! 32-byte elements the whole sort was 2–8 % slower with it. A partition that notes misplaced
 //! elements in 64-bit masks instead of offset buffers was no faster on 10^7 u64 and 8–19 % slower
-//! on 10^6 (its scan is not vectorized for u64 on the baseline x86_64 target either). Splitting
-//! into 8 pieces instead of 2 (so that a thread done early can take a piece of the other's side
-//! on this VM's unevenly fast vCPUs) was not clearly faster: its median was lower in 4 of 6
-//! processes, higher in 2, and its best rounds were slower in all 6.
+//! on 10^6 (its scan is not vectorized for u64 on the baseline x86_64 target either). An earlier
+//! way to 8 pieces — the existing recursion told of 4·P threads, so every level was a parallel
+//! partition of nested loops — was not clearly faster (median lower in 4 of 6 processes, higher
+//! in 2, best rounds slower in all 6); the pieces here are split by one lane, without any loop.
+//!
+//! Pieces against the two sides (interleaved in the same processes, harness runs of 3 rounds at
+//! 10^7 and 5–7 at 10^6; medians over processes): quiet, 10^7 89.6 ms against 88.2 (24
+//! processes), 10^6 with four pieces 7.66 against 7.61 ms (16; eight pieces were 3–5 % slower,
+//! hence the 2^18 floor); with a busy loop taking 30 % of one vCPU (5 processes), 10^7 114.9 against
+//! 123.1 ms, 10^6 11.0 against 12.8 ms.
+//!
+//! Tried and dropped: a **sample sort** (measured in the same processes, 8 at 10^7, 8 at 10^6):
+//! 127 splitters from a sorted sample of 16 per bucket, equality buckets when splitters repeat,
+//! classification by a branch-free splitter tree (8 elements interleaved) in parallel blocks
+//! with the block then copied into an n-element buffer (fallibly allocated), a parallel scatter
+//! back into the slice, then the buckets sorted largest first from a shared cursor. It was
+//! slower: 10^7 110.6 ms median [99.6, 124.4] (1.50× over `slice::sort_unstable`) against 88.9
+//! for this sort; 10^6 8.37 against 7.90 ms. At 10^7 the classification and copy took 36–44 ms,
+//! the scatter 11–12, the 128 buckets 61–64 ms (less than the two sides' ≈ 82: they fit in the
+//! L2 cache), and freeing the 90 MB of scratch 6–8 ms (0.5 with transparent huge pages). On this
+//! machine the tree descent costs about 1 ns per element and level, no less than a level of
+//! std's quicksort (≈ 0.73 ns), and the two extra passes over the data are memory-bound, so
+//! fewer comparison levels in the buckets do not pay for them.
 //!
 //! Every element is only ever moved by `swap`, so a panicking comparison leaves the slice a
 //! permutation of its input, and the panic propagates to the caller (the other lanes then stop
@@ -75,7 +94,7 @@ const PIECE_PIVOT_RUN_MAX: usize = 4;
 /// the slice: for 2 threads, 8 pieces of about n/8 (1.25 M elements at 10^7)…
 const PIECES_PER_THREAD: usize = 4;
 /// …but not below this many elements: at 10^6 u64 four pieces were as fast as two sides and
-/// eight were 3–5 % slower (8 interleaved processes each).
+/// eight were 3–5 % slower (two sets of 8 interleaved processes).
 const MIN_PIECE: usize = 1 << 18;
 
 pub(crate) fn sort_unstable_by<T, F>(
