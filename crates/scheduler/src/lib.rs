@@ -13,7 +13,8 @@
 //! share after `⌈log_K P⌉` hand-offs; each thread runs its share for a calibrated *timespan*
 //! without creating any task, then offers the rest as stealable *balancing tasks* — halves of what
 //! is left, one at a time (a new one only when its deque is empty), down to as many iterations as
-//! it managed in that timespan. On a balanced load this costs about as little as
+//! it managed in that timespan (below that only once some thread of the call has run out of work,
+//! so that the threads finish together). On a balanced load this costs about as little as
 //! static scheduling; on an unbalanced one the balancing tasks are stolen. Because everything runs
 //! as tasks on one pool, calls compose: a loop inside a loop body runs on the same threads. Such
 //! a *nested* call, and an outermost call of at most a few iterations per thread, skips the tree:
