@@ -13,7 +13,7 @@
 //!    to the middle and partitioned again, sequentially (≤ P + 1 chunks, whatever the input);
 //! 2. sorts the < side and the ≥ side with P lanes that share *pieces* (`sort_pieces`): a lane
 //!    takes the largest waiting piece and, while it is longer than max(n / 4P, 2^18) elements,
-//!    splits it on its own (a pivot from a small sample, the same partition with one lane),
+//!    splits it on its own (the same pivot sample, the same partition with one lane),
 //!    leaving one half waiting each time; then it sorts what it kept with
 //!    `slice::sort_unstable_by` and takes the next piece, until none is left. For 2 threads and
 //!    10^7 elements that is 8 pieces of about 1.25 M, handed out dynamically, so a lane on a
@@ -87,9 +87,6 @@ const SEQUENTIAL_BELOW: usize = 1 << 15;
 const PIVOT_RUNS: usize = 128;
 /// …of up to this many elements each (a sample of up to 32768 elements, about 1/256 of the slice).
 const PIVOT_RUN_MAX: usize = 256;
-/// Runs of up to this many elements (a sample of up to 512) for the pivot of a piece split by
-/// one lane: its sides need not be equal, the lanes balance the pieces.
-const PIECE_PIVOT_RUN_MAX: usize = 4;
 /// The pieces below the first split are split while longer than about 1/(this · threads) of
 /// the slice: for 2 threads, 8 pieces of about n/8 (1.25 M elements at 10^7)…
 const PIECES_PER_THREAD: usize = 4;
@@ -135,27 +132,21 @@ impl<F> Sorter<'_, F> {
             data.sort_unstable_by(|a, b| (self.compare)(a, b));
             return;
         }
-        let (lower, upper) = self.split(data, threads, PIVOT_RUN_MAX);
+        let (lower, upper) = self.split(data, threads);
         let cutoff = (len / (threads * PIECES_PER_THREAD)).max(MIN_PIECE);
         self.sort_pieces([lower, upper], threads, cutoff);
     }
 
-    /// Partitions `data` around a pivot (the median of a sample of runs of up to `run_max`
-    /// elements) with `lanes` lanes; returns the elements below the pivot and those above it,
+    /// Partitions `data` around a pivot (see [`Self::choose_pivot`]) with `lanes` lanes; returns the elements below the pivot and those above it,
     /// without the pivot and, when its value is common, the elements equal to it (all of them in
     /// their final places).
-    fn split<'d, T>(
-        &self,
-        data: &'d mut [T],
-        lanes: usize,
-        run_max: usize,
-    ) -> (&'d mut [T], &'d mut [T])
+    fn split<'d, T>(&self, data: &'d mut [T], lanes: usize) -> (&'d mut [T], &'d mut [T])
     where
         T: Send + Sync,
         F: Fn(&T, &T) -> Ordering + Sync,
     {
         let len = data.len();
-        let pivot_index = self.choose_pivot(data, run_max);
+        let pivot_index = self.choose_pivot(data);
         data.swap(pivot_index, len - 1);
         let (rest, last) = data.split_at_mut(len - 1);
         let less = self.partition(rest, lanes, |x: &T| {
@@ -215,7 +206,7 @@ impl<F> Sorter<'_, F> {
                 // lane only, under the mutex, so no two live `&mut` overlap.
                 let mut piece = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
                 while piece.len() > cutoff {
-                    let (lower, upper) = self.split(piece, 1, PIECE_PIVOT_RUN_MAX);
+                    let (lower, upper) = self.split(piece, 1);
                     let (keep, give) = if lower.len() < upper.len() {
                         (lower, upper)
                     } else {
@@ -244,12 +235,12 @@ impl<F> Sorter<'_, F> {
     /// The index of the median of a sample of `data`: `PIVOT_RUNS` evenly spaced runs of
     /// consecutive elements, so that a large sample (an accurate median, hence sides of nearly
     /// equal size, whose sorts then end together) costs few cache misses.
-    fn choose_pivot<T>(&self, data: &[T], run_max: usize) -> usize
+    fn choose_pivot<T>(&self, data: &[T]) -> usize
     where
         F: Fn(&T, &T) -> Ordering,
     {
         let len = data.len();
-        let run = (len / 256 / PIVOT_RUNS).clamp(1, run_max);
+        let run = (len / 256 / PIVOT_RUNS).clamp(1, PIVOT_RUN_MAX);
         let mut indices: Vec<usize> = (0..PIVOT_RUNS)
             .flat_map(|k| {
                 let start = k * (len - run) / (PIVOT_RUNS - 1);
