@@ -7,8 +7,9 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 
-step() { printf '\n== %s\n' "$*"; }
 started=$(date +%s)
+# Each step's header carries the seconds since the start, so a slow step shows in the log.
+step() { printf '\n== [%ss] %s\n' "$(( $(date +%s) - started ))" "$*"; }
 
 step "dependencies"
 scripts/deps.sh
@@ -63,8 +64,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked --workspace
 # The internal docs too (a few seconds): their links must resolve as well.
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked --workspace --document-private-items
 
-step "benchmarks compile"
-cargo bench --workspace --no-run --locked
+step "benchmarks compile (test profile: the same code as \`cargo bench\`, without its optimized build)"
+cargo test --workspace --benches --no-run --locked
 
 printf '\n== all checks passed in %ss\n' "$(( $(date +%s) - started ))"
 # One closing line over every `cargo test` result above (unit, integration and doc tests).
