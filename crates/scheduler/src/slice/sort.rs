@@ -17,7 +17,9 @@
 //!    leaving one half waiting each time; then it sorts what it kept with
 //!    `slice::sort_unstable_by` and takes the next piece, until none is left. For 2 threads and
 //!    10^7 elements that is 8 pieces of about 1.25 M, handed out dynamically, so a lane on a
-//!    faster vCPU sorts more of them.
+//!    faster vCPU sorts more of them. Toward the end, a lane that takes a piece when no other is
+//!    waiting splits it too (down to 2^15 elements, leaving one half waiting each time), so the
+//!    pieces shrink as the work runs out and the lanes end within a small piece of each other.
 //!
 //! Each parallel step is a loop of the pool with the caller's strategy (the lanes are the
 //! iterations of one loop; a lane that starts late simply finds fewer chunks left). Unlike a
@@ -53,6 +55,14 @@
 //! processes), 10^6 with four pieces 7.66 against 7.61 ms (16; eight pieces were 3–5 % slower,
 //! hence the 2^18 floor); with a busy loop taking 30 % of one vCPU (5 processes), 10^7 114.9 against
 //! 123.1 ms, 10^6 11.0 against 12.8 ms.
+//!
+//! The shrinking tail (splitting a piece taken when no other waits): on this project's second VM
+//! (26 Nov 2026, AMD EPYC, 2 vCPUs) a trace of the pieces showed the two lanes of a 10^6 sort
+//! ending 0.3–4 ms apart (of ≈ 13 ms) — four pieces of 250 K cannot balance vCPUs that ran 30 %
+//! apart in 3 of 8 runs — and within 0.1–0.35 ms with the tail rule. In the slices benchmark,
+//! interleaved with the previous rule (two sets of 20 pairs of processes, paired medians of
+//! the time ratio), the 10^7 sort took 0.952 and 0.965 of its time (faster in 13 of 20 pairs in
+//! each set), the 10^6 sort 1.004 and 0.975.
 //!
 //! Tried and dropped: a **sample sort** (measured in the same processes, 8 at 10^7, 8 at 10^6):
 //! 127 splitters from a sorted sample of 16 per bucket, equality buckets when splitters repeat,
@@ -93,6 +103,9 @@ const PIECES_PER_THREAD: usize = 4;
 /// …but not below this many elements: at 10^6 u64 four pieces were as fast as two sides and
 /// eight were 3–5 % slower (two sets of 8 interleaved processes).
 const MIN_PIECE: usize = 1 << 18;
+/// A lane also splits the piece it holds while no other piece is waiting, down to this many
+/// elements (about 0.4 ms of std's sort here), so that a lane running out of work finds one.
+const TAIL_MIN_PIECE: usize = 1 << 15;
 
 pub(crate) fn sort_unstable_by<T, F>(
     registry: &Registry,
@@ -171,9 +184,10 @@ impl<F> Sorter<'_, F> {
     }
 
     /// Sorts `parts` with `threads` lanes that share their pieces: a lane takes the largest
-    /// waiting piece, splits it (on its own) while it is longer than `cutoff`, leaving one half
-    /// waiting each time, then sorts the rest with `slice::sort_unstable_by`, and takes the next
-    /// piece until none is waiting. A lane on a faster vCPU, or one that starts earlier, thus
+    /// waiting piece, splits it (on its own) while it is longer than `cutoff` — or longer than
+    /// [`TAIL_MIN_PIECE`] with no other piece waiting — leaving one half waiting each time, then
+    /// sorts the rest with `slice::sort_unstable_by`, and takes the next piece until none is
+    /// waiting. A lane on a faster vCPU, or one that starts earlier, thus
     /// takes more of the work. A lane never waits for another: a lane that finds no piece
     /// waiting stops, which leaves at most the pieces other lanes are still splitting to them
     /// (and needs no care if the comparator itself runs pool work on a lane's thread).
@@ -205,7 +219,7 @@ impl<F> Sorter<'_, F> {
                 // splitting it no longer touches), and each is taken out of `waiting` by one
                 // lane only, under the mutex, so no two live `&mut` overlap.
                 let mut piece = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-                while piece.len() > cutoff {
+                while piece.len() > cutoff || (piece.len() > TAIL_MIN_PIECE && lock().is_empty()) {
                     let (lower, upper) = self.split(piece, 1);
                     let (keep, give) = if lower.len() < upper.len() {
                         (lower, upper)
@@ -218,6 +232,8 @@ impl<F> Sorter<'_, F> {
                     });
                     piece = keep;
                 }
+                #[cfg(test)]
+                tests::SORTED_PIECES.with(|sorted| sorted.borrow_mut().push(piece.len()));
                 piece.sort_unstable_by(|a, b| (self.compare)(a, b));
             }
         };
@@ -594,6 +610,51 @@ fn partition_lomuto<T>(data: &mut [T], pred: &impl Fn(&T) -> bool) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// The lengths of the pieces `sort_pieces` handed to std's sort on this thread, in order.
+        pub(super) static SORTED_PIECES: std::cell::RefCell<Vec<usize>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    /// With nothing else waiting, the last piece is split in halves down to `TAIL_MIN_PIECE`,
+    /// so that a lane out of work would find a piece; a piece with another waiting is not.
+    #[test]
+    fn the_last_piece_is_split_while_no_other_piece_waits() {
+        // One thread: the pool runs the single lane inline, on this thread.
+        let pool = crate::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let strategy = Strategy::default();
+        let compare = u64::cmp;
+        let sorter = Sorter {
+            registry: pool.registry(),
+            strategy: &strategy,
+            compare: &compare,
+        };
+        let half = 1 << 17;
+        let mut data = splitmix(2 * half, 7);
+        let (a, b) = data.split_at_mut(half);
+        SORTED_PIECES.with(|sorted| sorted.borrow_mut().clear());
+        // No cutoff: only the tail rule splits.
+        sorter.sort_pieces([a, b], 1, usize::MAX);
+        let sorted = SORTED_PIECES.with(|sorted| sorted.take());
+        assert!(data[..half].is_sorted() && data[half..].is_sorted());
+        // The first part is sorted whole (the second waits meanwhile); the second, taken with
+        // nothing waiting, is halved again and again (each split also puts its pivot in place).
+        assert_eq!(sorted[0], half, "pieces sorted: {sorted:?}");
+        assert!(sorted.len() >= 4, "pieces sorted: {sorted:?}");
+        assert!(
+            sorted[1..].iter().all(|&len| len < half * 3 / 4),
+            "pieces sorted: {sorted:?}"
+        );
+        assert!(
+            sorted.iter().any(|&len| len <= TAIL_MIN_PIECE),
+            "pieces sorted: {sorted:?}"
+        );
+        assert!(sorted.iter().sum::<usize>() <= 2 * half);
+    }
 
     /// Runs the lanes on scoped threads, so that they really interleave.
     fn threaded(lanes: usize, lane: &(dyn Fn(usize) + Sync)) {
