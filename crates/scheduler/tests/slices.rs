@@ -301,6 +301,33 @@ fn a_sort_drops_nothing_and_duplicates_nothing() {
     }
 }
 
+/// The same for `u64`, whose pieces that fit in the cache are split with a Lomuto partition
+/// rather than the block partition: a sort panicking in any phase leaves a permutation.
+#[test]
+fn a_panicking_sort_of_u64_leaves_a_permutation() {
+    // Sides of ≈ 300 000 (2.4 MB, split on one lane by Lomuto): the first split takes about the
+    // first 600 000 comparisons, the sides' splits the next 600 000, the pieces' sorts the rest.
+    let len = 600_001;
+    let keys = random_u64s(len, 17);
+    let mut expected = keys.clone();
+    expected.sort_unstable();
+    let pool = pool(2);
+    for panic_at in [150_000, 700_000, 1_000_000, 3_000_000] {
+        let compared = AtomicUsize::new(0);
+        let mut v = keys.clone();
+        let r = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.sort_unstable_by(&mut v, |a, b| {
+                let call = compared.fetch_add(1, Ordering::Relaxed);
+                assert!(call != panic_at, "sort");
+                a.cmp(b)
+            })
+        }));
+        assert!(r.is_err(), "panic at {panic_at}: the sort returned");
+        v.sort_unstable();
+        assert!(v == expected, "panic at {panic_at}: not a permutation");
+    }
+}
+
 static ZST_DROPS: AtomicUsize = AtomicUsize::new(0);
 
 /// A zero-sized element with a destructor.

@@ -13,7 +13,8 @@
 //!    to the middle and partitioned again, sequentially (≤ P + 1 chunks, whatever the input);
 //! 2. sorts the < side and the ≥ side with P lanes that share *pieces* (`sort_pieces`): a lane
 //!    takes the largest waiting piece and, while it is longer than max(n / 4P, 2^18) elements,
-//!    splits it on its own (the same pivot sample, the same partition with one lane),
+//!    splits it on its own (the same pivot sample; the partition with one lane, or for a piece of
+//!    small elements that fits in the cache a branch-free Lomuto partition),
 //!    leaving one half waiting each time; then it sorts what it kept with
 //!    `slice::sort_unstable_by` and takes the next piece, until none is left. For 2 threads and
 //!    10^7 elements that is 8 pieces of about 1.25 M, handed out dynamically, so a lane on a
@@ -33,7 +34,10 @@
 //! split cannot hide that; sorting the two sides each on one thread, the sort's time was that of
 //! the slower side. Splitting a piece on one lane costs a little more than letting std's sort do
 //! that level (our one-lane partition ≈ 0.85 ns per u64 against ≈ 0.73 for a level of std's sort),
-//! two levels per side here. See the README's slice section for the measurements.
+//! two levels per side here. On the second VM (26 Nov 2026, AMD EPYC) a one-lane block partition
+//! took ≈ 2.0 ns per u64 on pieces of 5·10^6 (std's top level ≈ 2.2: memory-bound) but ≈ 2.2 on
+//! pieces of 10^6 that fit in the cache, where a branch-free Lomuto partition takes ≈ 1.4; so
+//! pieces up to 8 MiB are split with Lomuto. See the README's slice section for the measurements.
 //!
 //! Where the time goes (10^7 random u64, 2 threads, this repository's 2-core VM, quiet): pivot
 //! 0.2 ms, partition 5.3–5.5 ms with 256 KiB chunks (6.1–6.2 ms with 32 KiB ones; one lane alone
@@ -103,6 +107,15 @@ const PIECES_PER_THREAD: usize = 4;
 /// …but not below this many elements: at 10^6 u64 four pieces were as fast as two sides and
 /// eight were 3–5 % slower (two sets of 8 interleaved processes).
 const MIN_PIECE: usize = 1 << 18;
+/// A lane splits a piece of at most this many bytes with the branch-free Lomuto partition
+/// rather than one lane of the block partition: on 10^6 u64 (8 MB, in the last-level cache) it
+/// takes ≈ 1.4 ns per element against ≈ 2.2, and the tail's splits are of such pieces. Larger
+/// pieces keep the block partition, which writes only the misplaced elements: on 10^7 u64, Lomuto
+/// for every one-lane split made the sort 3 % slower (two lanes compete for memory bandwidth).
+const LOMUTO_MAX_BYTES: usize = 8 << 20;
+/// …and only for elements of at most this many bytes (measured on `u64`): Lomuto writes every
+/// element, the block partition only the misplaced ones, which matters more as elements grow.
+const LOMUTO_MAX_ELEMENT: usize = 8;
 /// A lane also splits the piece it holds while no other piece is waiting, down to this many
 /// elements (about 0.4 ms of std's sort here), so that a lane running out of work finds one.
 const TAIL_MIN_PIECE: usize = 1 << 15;
@@ -277,9 +290,17 @@ impl<F> Sorter<'_, F> {
         T: Send,
         P: Fn(&T) -> bool + Sync,
     {
+        if lanes == 1
+            && std::mem::size_of::<T>() <= LOMUTO_MAX_ELEMENT
+            && std::mem::size_of_val(data) <= LOMUTO_MAX_BYTES
+        {
+            // A piece split by one lane of `sort_pieces` that fits in the last-level cache:
+            // see `LOMUTO_MAX_BYTES`.
+            return partition_lomuto(data, &pred);
+        }
         partition_blocks(data, lanes, &pred, &|lane_count, lane| {
             if lane_count == 1 {
-                // One lane (a piece split by one lane of `sort_pieces`): no loop needed.
+                // One lane (a larger piece split by one lane of `sort_pieces`): no loop needed.
                 lane(0);
                 return;
             }
