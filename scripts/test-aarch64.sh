@@ -72,6 +72,10 @@ export CARGO_TARGET_DIR=$repo/target/aarch64
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export RUSTFLAGS="-C target-feature=+crt-static"
 export RUSTDOCFLAGS="-C target-feature=+crt-static"
+# The release builds here (the atomics test binary, the two whole-runtime builds) are read by the
+# instruction checkers, which go by symbol names only: no debug info, which the workspace's release
+# profile otherwise adds and which made up much of these builds' time.
+export CARGO_PROFILE_RELEASE_DEBUG=0
 
 run_tests_on() {
     local cpu=$1 expect_lse=$2

@@ -10,7 +10,10 @@
 #     which Debian does not ship; LLVM 19's `libclang_rt.tsan-x86_64.a` is that runtime. A private
 #     sysroot under target/ (links to /usr/lib/rustlib plus that one file) provides it without
 #     touching the system.
-#  3. `cargo test -Zbuild-std` in debug mode (at opt-level 1) with `-Zsanitizer=thread` and
+#  3. A canary: a deliberate data race between two pool workers (tests/tsan_canary.rs of the
+#     scheduler, an ignored test run on its own here) must be reported with file:line, or the step
+#     fails — so a sanitizer that silently stopped watching cannot pass the suite below.
+#  4. `cargo test -Zbuild-std` in debug mode (at opt-level 1) with `-Zsanitizer=thread` and
 #     `--cfg crossbeam_sanitize_thread` (crossbeam then replaces the fences TSan cannot see by
 #     equivalent release stores). TSAN_OPTIONS=halt_on_error=1: the first report fails the run.
 #     scripts/tsan/suppressions.txt lists the only suppressed (third-party, proven benign) races.
@@ -83,6 +86,31 @@ export PARBENCH_STRESS_ROUNDS=${PARBENCH_STRESS_ROUNDS:-60}
 # -O1 or higher.
 export CARGO_PROFILE_DEV_OPT_LEVEL=1 CARGO_PROFILE_TEST_OPT_LEVEL=1
 
-cargo test -Zbuild-std --target "$target" --locked \
-    -p parbench-scheduler -p parbench-kernels -p parbench-atomics --tests
+tsan_test() {
+    cargo test -Zbuild-std --target "$target" --locked "$@"
+}
+suites=(-p parbench-scheduler -p parbench-kernels -p parbench-atomics)
+
+# One build of every test binary (the canary's included), so the build runs in parallel.
+tsan_test "${suites[@]}" --tests --no-run
+
+# The canary first: a deliberate race between two workers of a pool
+# (crates/scheduler/tests/tsan_canary.rs). TSan must report it, or this step would pass whatever
+# the code did.
+canary_log=$(mktemp)
+trap 'rm -f "$canary_log"' EXIT
+if tsan_test -p parbench-scheduler --test tsan_canary -- --ignored >"$canary_log" 2>&1; then
+    cat "$canary_log"
+    echo "ThreadSanitizer did not report the canary's deliberate data race: it is not watching" >&2
+    exit 1
+fi
+if ! grep -q 'WARNING: ThreadSanitizer: data race' "$canary_log" ||
+    ! grep -q 'tsan_canary.rs:[0-9]' "$canary_log"; then
+    cat "$canary_log"
+    echo "the canary failed, but not with a ThreadSanitizer data-race report naming tsan_canary.rs" >&2
+    exit 1
+fi
+echo "== ThreadSanitizer reports the canary's deliberate data race (with file:line), as it must"
+
+tsan_test "${suites[@]}" --tests
 echo "== ThreadSanitizer: no reports"
