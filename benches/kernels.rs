@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use parbench_kernels::{registry, ExecutorKind, Params, PinPolicy};
+use criterion::{Criterion, criterion_group, criterion_main};
+use parbench_kernels::{ExecutorKind, Params, PinPolicy, registry};
 
 /// Kernels whose parallelism is a parallel loop, where the `static` baseline is meaningful.
 const LOOP_KERNELS: [&str; 9] = [

@@ -12,7 +12,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use parbench_scheduler::{Strategy, ThreadPool, ThreadPoolBuilder};
 use rayon::prelude::*;
 

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use parbench::scheduler::{ThreadPoolBuilder, DEFAULT_SPIN_BEFORE_PARK};
+use parbench::scheduler::{DEFAULT_SPIN_BEFORE_PARK, ThreadPoolBuilder};
 
 fn cpu_time() -> Duration {
     // SAFETY: getrusage writes into the zeroed struct we pass and has no other effect.

@@ -11,7 +11,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use parbench_kernels::{find_kernel, registry, ExecutorKind, Kernel, Params, PinPolicy};
+use parbench_kernels::{ExecutorKind, Kernel, Params, PinPolicy, find_kernel, registry};
 
 use crate::args::FigureFormat;
 use crate::args::{Command, PinArg, PlotArgs, SweepArgs, SweepRoundArgs};
@@ -20,8 +20,8 @@ use crate::export::ExportFormat;
 use crate::plot::{render_png, render_svg};
 use crate::progress::Progress;
 use crate::results::{Report, SCHEMA_VERSION};
-use crate::rounds::{merge_rounds, round_orders, run_round_in_child, RoundEvent, RoundRequest};
-use crate::sweep::{run_cells, SweepError, SweepObserver, SweepPlan, LABELS};
+use crate::rounds::{RoundEvent, RoundRequest, merge_rounds, round_orders, run_round_in_child};
+use crate::sweep::{LABELS, SweepError, SweepObserver, SweepPlan, run_cells};
 
 /// Schedulers of the default sweep: parbench-scheduler's strategies, rayon, and the `seq` baseline.
 pub const DEFAULT_SCHEDULERS: [ExecutorKind; 7] = [
@@ -468,7 +468,7 @@ fn plot(args: &PlotArgs) -> Result<(), CliError> {
                 given.name(),
                 args.output.display(),
                 implied.name()
-            )))
+            )));
         }
         (Some(given), _) => given,
         (None, Some(implied)) => implied,

@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use clap::Args;
 use parbench_mapper::corun::{
-    corun, map_running, stop_on_termination_signals, ChildOutput, CommandSpec, CorunOptions,
-    CorunReport,
+    ChildOutput, CommandSpec, CorunOptions, CorunReport, corun, map_running,
+    stop_on_termination_signals,
 };
-use parbench_mapper::perf::{profile_command, CommandProfile, MixSource, ProfileRequest};
+use parbench_mapper::perf::{CommandProfile, MixSource, ProfileRequest, profile_command};
 use parbench_mapper::tasks::Pid;
 use parbench_mapper::{Algorithm, InstrClass, InstructionMix, Topology};
 use serde::Serialize;
@@ -26,7 +26,7 @@ use serde::Serialize;
 use crate::args::{parse_positive, parse_seconds};
 use crate::commands::write_stdout;
 use crate::error::CliError;
-use crate::stats::{student_t95, SplitMix64, Summary};
+use crate::stats::{SplitMix64, Summary, student_t95};
 
 /// Separates the commands after `--`.
 pub const COMMAND_SEPARATOR: &str = ":::";

@@ -23,14 +23,14 @@ use std::time::Duration;
 
 use clap::{ArgGroup, Args};
 use parbench_kernels::latency::{
-    run_curve, Bounds, CpuLayout, Curve, CurveConfig, KernelService, LatencyError, MonotonicClock,
-    Placement, PlacementPlan, PointResult, QpsScaledRequests, Service, DEFAULT_SATURATION_FACTOR,
+    Bounds, CpuLayout, Curve, CurveConfig, DEFAULT_SATURATION_FACTOR, KernelService, LatencyError,
+    MonotonicClock, Placement, PlacementPlan, PointResult, QpsScaledRequests, Service, run_curve,
 };
-use parbench_kernels::{find_kernel, Kernel, Params};
-use parbench_mapper::perf::{nominal_frequency_mhz, Metrics, Profile, Quantity, StudyMetrics};
+use parbench_kernels::{Kernel, Params, find_kernel};
+use parbench_mapper::perf::{Metrics, Profile, Quantity, StudyMetrics, nominal_frequency_mhz};
 use plotters::prelude::*;
 
-use crate::args::{parse_positive, KernelParamArgs};
+use crate::args::{KernelParamArgs, parse_positive};
 use crate::error::CliError;
 use crate::export::ExportFormat;
 use crate::results::{Cell, Metadata, MetricSeries, Report};

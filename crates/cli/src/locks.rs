@@ -16,10 +16,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use parbench_atomics::{lock_bench, Backend, LockBenchRun, LockKind, MutexKind};
+use parbench_atomics::{Backend, LockBenchRun, LockKind, MutexKind, lock_bench};
 
-use crate::args::{parse_count, parse_positive, parse_thread_counts, ThreadCounts};
-use crate::commands::{write_stdout, OutputFile};
+use crate::args::{ThreadCounts, parse_count, parse_positive, parse_thread_counts};
+use crate::commands::{OutputFile, write_stdout};
 use crate::error::CliError;
 use crate::export::ExportFormat;
 use crate::progress::Progress;

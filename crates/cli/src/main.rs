@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use clap::error::ErrorKind;
 use clap::Parser;
+use clap::error::ErrorKind;
 use parbench_cli::args::Cli;
 
 /// Exit code for bad input, as clap uses for usage errors.

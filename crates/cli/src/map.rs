@@ -16,12 +16,12 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use clap::Args;
-use parbench_kernels::{find_kernel, Kernel, KernelError, Params, PreparedKernel, SeqExecutor};
+use parbench_kernels::{Kernel, KernelError, Params, PreparedKernel, SeqExecutor, find_kernel};
 use parbench_mapper::perf::{MixSource, Profile};
 use parbench_mapper::{
+    Algorithm, InstructionMix, MapError, NamedMix, SuiteOutcome, Topology, Workload,
     declared_kernel_mixes, different_unit_partners, map_report, parse_topology_arg,
-    run_scenario_suite, Algorithm, InstructionMix, MapError, NamedMix, SuiteOutcome, Topology,
-    Workload,
+    run_scenario_suite,
 };
 
 use crate::args::{parse_count, parse_positive};
@@ -144,7 +144,7 @@ pub fn kernel_mixes(
                     "profile {} has no instruction-class counts and kernel {name} declares no \
                      instruction mix: nothing to map it by",
                     path.display()
-                )))
+                )));
             }
         }
     }

@@ -18,8 +18,8 @@
 use std::path::Path;
 use std::sync::Once;
 
-use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use thiserror::Error;
 

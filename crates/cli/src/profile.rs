@@ -13,10 +13,10 @@ use std::sync::{Mutex, PoisonError};
 
 use clap::Args;
 use parbench_kernels::{
-    find_kernel, Kernel, KernelError, Params, PreparedKernel, RunReport, SeqExecutor,
+    Kernel, KernelError, Params, PreparedKernel, RunReport, SeqExecutor, find_kernel,
 };
-use parbench_mapper::perf::{profile_threads, Profile, ProfileRequest};
 use parbench_mapper::InstructionMix;
+use parbench_mapper::perf::{Profile, ProfileRequest, profile_threads};
 
 use crate::args::{parse_key_value, parse_positive};
 use crate::commands::write_stdout;

@@ -24,13 +24,13 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use parbench_kernels::{find_kernel, ExecutorKind, Params, PinPolicy};
+use parbench_kernels::{ExecutorKind, Params, PinPolicy, find_kernel};
 use serde::{Deserialize, Serialize};
 
 use crate::error::CliError;
 use crate::results::{Cell, MetricSeries, Report};
 use crate::stats::{RoundSpread, SplitMix64, Summary};
-use crate::sweep::{assign_relatives, SweepPlan};
+use crate::sweep::{SweepPlan, assign_relatives};
 
 /// Prefix of the progress lines a round's child writes on stderr.
 pub const PROGRESS_PREFIX: &str = "parbench-progress:";

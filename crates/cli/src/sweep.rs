@@ -550,11 +550,13 @@ mod tests {
         let [spawn, rayon, seq] = &report.cells[..] else {
             panic!("three cells expected")
         };
-        assert!(spawn
-            .error
-            .as_deref()
-            .unwrap()
-            .contains("panicked: index out of bounds"));
+        assert!(
+            spawn
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("panicked: index out of bounds")
+        );
         assert!(rayon.error.as_deref().unwrap().contains("sum is 41"));
         assert!(spawn.summary.is_none() && rayon.summary.is_none());
         assert_eq!(seq.samples_s.len(), 3, "warm-up runs are not kept");

@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use parbench_kernels::latency::{LatencyError, Service};
 use parbench_mapper::perf::{
-    probe_events, tail_latency_events, CpuFamily, EventSpec, Profile, ThreadCounters,
-    ThreadProfile, UnavailableEvent,
+    CpuFamily, EventSpec, Profile, ThreadCounters, ThreadProfile, UnavailableEvent, probe_events,
+    tail_latency_events,
 };
 
 /// What each worker of one load point recorded; `None` before the worker reached its first
@@ -156,7 +156,7 @@ impl Service for CountingService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use parbench_kernels::latency::{run_curve, CpuLayout, CurveConfig, MonotonicClock, Placement};
+    use parbench_kernels::latency::{CpuLayout, CurveConfig, MonotonicClock, Placement, run_curve};
     use parbench_mapper::perf::{Quantity, SOFTWARE_EVENTS};
 
     struct Spin;

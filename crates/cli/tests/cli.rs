@@ -168,9 +168,11 @@ fn csv_format_has_a_header_and_a_row_per_cell() {
     assert!(lines[0].contains(",outliers_high_severe,") && lines[0].contains(",unstable,"));
     assert_eq!(lines.len(), 5);
     // Four raw samples (two rounds of two), space-separated, in the last column.
-    assert!(lines[1..]
-        .iter()
-        .all(|l| l.rsplit(',').next().unwrap().split(' ').count() == 4));
+    assert!(
+        lines[1..]
+            .iter()
+            .all(|l| l.rsplit(',').next().unwrap().split(' ').count() == 4)
+    );
 }
 
 #[test]
@@ -179,14 +181,18 @@ fn json_format_is_a_complete_report() {
     assert!(output.status.success(), "{}", stderr(&output));
     let report: Report = serde_json::from_slice(&output.stdout).expect("valid JSON report");
     assert_eq!(report.cells.len(), 4);
-    assert!(report
-        .cells
-        .iter()
-        .all(|c| c.samples_s.len() == 4 && c.summary.is_some()));
-    assert!(report
-        .cells
-        .iter()
-        .all(|c| c.rounds.as_ref().is_some_and(|r| r.medians.len() == 2)));
+    assert!(
+        report
+            .cells
+            .iter()
+            .all(|c| c.samples_s.len() == 4 && c.summary.is_some())
+    );
+    assert!(
+        report
+            .cells
+            .iter()
+            .all(|c| c.rounds.as_ref().is_some_and(|r| r.medians.len() == 2))
+    );
     assert_eq!(
         report.metadata.settings.get("runs").map(String::as_str),
         Some("2")
@@ -209,9 +215,10 @@ fn markdown_format_is_a_pipe_table() {
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(text.starts_with("machine: "), "environment above the table");
-    assert!(text
-        .lines()
-        .any(|l| l.starts_with("| kernel | scheduler | threads |")));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("| kernel | scheduler | threads |"))
+    );
     assert_eq!(
         text.lines().filter(|l| l.starts_with("| reduce")).count(),
         4
@@ -223,9 +230,11 @@ fn output_file_format_follows_the_extension_and_stdout_keeps_the_table() {
     let path = scratch("by-extension.csv");
     let output = tiny(&["--output", path.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stdout(&output)
-        .lines()
-        .any(|l| l.starts_with("kernel  scheduler")));
+    assert!(
+        stdout(&output)
+            .lines()
+            .any(|l| l.starts_with("kernel  scheduler"))
+    );
     let csv = fs::read_to_string(&path).expect("csv written");
     let rows: Vec<&str> = csv.lines().filter(|l| !l.starts_with('#')).collect();
     assert!(rows[0].starts_with("kernel,scheduler,threads,"));
@@ -532,7 +541,9 @@ fn lock_and_backend_flags_select_the_kernels_locks() {
         "the backend parameter is recorded: {json}"
     );
     if cfg!(target_arch = "aarch64") {
-        eprintln!("SKIPPED: LSE may be available on this aarch64 CPU; the missing-backend case needs x86-64");
+        eprintln!(
+            "SKIPPED: LSE may be available on this aarch64 CPU; the missing-backend case needs x86-64"
+        );
         return;
     }
     let mut args = base.to_vec();

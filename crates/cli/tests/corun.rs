@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use parbench_mapper::tasks::{all_processes, cpus_allowed, descendants, threads_of, Pid};
+use parbench_mapper::tasks::{Pid, all_processes, cpus_allowed, descendants, threads_of};
 use serde_json::Value;
 use support::{assert_bad_input, cli, cli_ok, scratch, text};
 
@@ -376,10 +376,12 @@ fn failed_quick_and_killed_commands_are_reported_and_the_rest_still_pinned() {
     assert_eq!(code, Some(0), "{err}");
     let report = read_json(&path);
     let status = |index: usize| report["commands"][index]["status"].clone();
-    assert!(status(0)["FailedToStart"]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("No such file"));
+    assert!(
+        status(0)["FailedToStart"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("No such file")
+    );
     assert_eq!(status(1), serde_json::json!({"Exited": {"code": 3}}));
     assert_eq!(
         status(2),

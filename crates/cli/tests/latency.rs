@@ -154,10 +154,12 @@ fn single_and_cores_give_tables_exports_and_a_figure() {
         );
     }
     assert_eq!(report.cells[0].label("qps"), Some("200"), "ascending loads");
-    assert!(report
-        .metadata
-        .settings
-        .contains_key("saturation_qps.cores"));
+    assert!(
+        report
+            .metadata
+            .settings
+            .contains_key("saturation_qps.cores")
+    );
     let figure = fs::read_to_string(&svg).unwrap();
     assert!(
         figure.starts_with("<svg") && figure.contains("cores ("),

@@ -62,10 +62,12 @@ fn json_report_has_every_lock_and_backend_with_throughput_and_fairness() {
         assert_eq!(names, ["throughput", "fairness-spread"]);
         assert!(cell.metrics.iter().all(|m| m.values.len() == 2));
         // 2 threads share 4000 acquisitions: the spread is at most 2 (one thread took all).
-        assert!(cell.metrics[1]
-            .values
-            .iter()
-            .all(|&v| (0.0..=2.0).contains(&v)));
+        assert!(
+            cell.metrics[1]
+                .values
+                .iter()
+                .all(|&v| (0.0..=2.0).contains(&v))
+        );
     }
     let note = report.metadata.settings.get("note").expect("note stored");
     assert!(note.contains("need real ARM hardware"), "{note}");

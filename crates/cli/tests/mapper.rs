@@ -6,8 +6,8 @@ mod support;
 
 use std::collections::BTreeSet;
 
-use parbench_mapper::perf::{Profile, Quantity};
 use parbench_mapper::Topology;
+use parbench_mapper::perf::{Profile, Quantity};
 use support::{assert_bad_input, cli_ok, scratch};
 
 const SYNTHETIC: &str = "synthetic:pack:1 core:4 pu:2";

@@ -35,9 +35,9 @@ pub mod latency;
 mod registry;
 
 pub use executor::{
-    check_thread_count, par_chunks_mut, parallel_for, parallel_sum, Executor, ExecutorError,
-    ExecutorKind, PinPolicy, RayonExecutor, SchedulerExecutor, SeqExecutor, SpawnExecutor,
+    Executor, ExecutorError, ExecutorKind, PinPolicy, RayonExecutor, SchedulerExecutor,
+    SeqExecutor, SpawnExecutor, check_thread_count, par_chunks_mut, parallel_for, parallel_sum,
 };
 pub use kernel::{Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport};
-pub use kernels::smt::{declared_class, InstrClass};
+pub use kernels::smt::{InstrClass, declared_class};
 pub use registry::{find_kernel, registry};

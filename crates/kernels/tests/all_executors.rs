@@ -1,6 +1,6 @@
 //! Every registered kernel on every executor, at its small size: runs succeed and validate.
 
-use parbench_kernels::{registry, ExecutorKind, Params, PinPolicy};
+use parbench_kernels::{ExecutorKind, Params, PinPolicy, registry};
 
 #[test]
 fn every_kernel_validates_on_every_executor() {

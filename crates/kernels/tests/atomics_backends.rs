@@ -3,7 +3,7 @@
 //! name, is a parameter error before anything runs.
 
 use parbench_atomics::Backend;
-use parbench_kernels::{find_kernel, ExecutorKind, KernelError, Params, PinPolicy};
+use parbench_kernels::{ExecutorKind, KernelError, Params, PinPolicy, find_kernel};
 
 const SEARCH_KERNELS: [&str; 3] = ["qap", "floorplan", "nqueens"];
 

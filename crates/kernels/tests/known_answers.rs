@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use parbench_kernels::input::floorplan::FloorplanInput;
 use parbench_kernels::input::qaplib::QapInstance;
-use parbench_kernels::{find_kernel, Executor, ExecutorKind, Params, PinPolicy, RunReport};
+use parbench_kernels::{Executor, ExecutorKind, Params, PinPolicy, RunReport, find_kernel};
 
 /// OEIS A000170: solutions of the N-queens problem for N = 1 … 14.
 const QUEENS: [u64; 14] = [

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use parbench_kernels::latency::{
-    run_curve, saturation_qps, Bounds, CpuLayout, Curve, CurveConfig, KernelService, LatencyError,
-    MonotonicClock, Placement, PlacementPlan, PointResult, QpsScaledRequests, Service,
+    Bounds, CpuLayout, Curve, CurveConfig, KernelService, LatencyError, MonotonicClock, Placement,
+    PlacementPlan, PointResult, QpsScaledRequests, Service, run_curve, saturation_qps,
 };
-use parbench_kernels::{find_kernel, Params};
+use parbench_kernels::{Params, find_kernel};
 
 fn matmul_services(workers: usize) -> Vec<Box<dyn Service>> {
     let matmul = find_kernel("matmul").unwrap();

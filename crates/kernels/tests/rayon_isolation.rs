@@ -3,7 +3,7 @@
 //!
 //! One test in its own binary, so that no other test starts or stops threads while it counts them.
 
-use parbench_kernels::{parallel_sum, Executor, PinPolicy, RayonExecutor};
+use parbench_kernels::{Executor, PinPolicy, RayonExecutor, parallel_sum};
 
 /// The number of threads of this process, from `/proc/self/task` (Linux).
 fn live_threads() -> Option<usize> {

@@ -4,8 +4,8 @@
 use std::ops::Range;
 
 use parbench_kernels::{
-    find_kernel, Executor, ExecutorError, ExecutorKind, KernelError, Params, PinPolicy,
-    SeqExecutor, SpawnExecutor,
+    Executor, ExecutorError, ExecutorKind, KernelError, Params, PinPolicy, SeqExecutor,
+    SpawnExecutor, find_kernel,
 };
 
 /// A broken executor: every loop runs only the first half of its range.

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use parbench_mapper::perf::{profile_threads, ProfileRequest};
+use parbench_mapper::perf::{ProfileRequest, profile_threads};
 use parbench_mapper::{
-    declared_kernel_mixes, map_report, parse_topology_arg, run_scenarios, study_report, Algorithm,
-    InstructionMix, Topology, Workload,
+    Algorithm, InstructionMix, Topology, Workload, declared_kernel_mixes, map_report,
+    parse_topology_arg, run_scenarios, study_report,
 };
 
 fn spin_batch() -> u64 {

@@ -47,19 +47,19 @@ pub mod scenarios;
 pub mod tasks;
 pub mod topology;
 
-pub use contention::{contention, overlap, ContentionScore};
-pub use mapping::{declared_kernel_mixes, threads_in_blocks, Algorithm, MapError, Mapping};
-pub use mapping_runs::{gain_percent, run_mappings, MappingOutcome, MappingRun, MappingRunError};
-pub use mix::{nas_like_mixes, smt_bench_mixes, InstrClass, InstructionMix, NamedMix};
+pub use contention::{ContentionScore, contention, overlap};
+pub use mapping::{Algorithm, MapError, Mapping, declared_kernel_mixes, threads_in_blocks};
+pub use mapping_runs::{MappingOutcome, MappingRun, MappingRunError, gain_percent, run_mappings};
+pub use mix::{InstrClass, InstructionMix, NamedMix, nas_like_mixes, smt_bench_mixes};
 pub use report::{
-    compare_on_model, map_report, study_report, AlgorithmScore, MapReport, ModelComparison,
-    RandomPlacements, ThreadPlacement,
+    AlgorithmScore, MapReport, ModelComparison, RandomPlacements, ThreadPlacement,
+    compare_on_model, map_report, study_report,
 };
 pub use scenarios::{
-    different_unit_partners, run_scenario_suite, run_scenarios, ScenarioError, ScenarioOutcome,
-    ScenarioReport, ScenarioRow, ScenarioSuite, SuiteOutcome, SuiteRow, Workload,
+    ScenarioError, ScenarioOutcome, ScenarioReport, ScenarioRow, ScenarioSuite, SuiteOutcome,
+    SuiteRow, Workload, different_unit_partners, run_scenario_suite, run_scenarios,
 };
 pub use topology::{
-    parse_topology_arg, Binding, Core, NumaNode, Package, Pu, Topology, TopologyError,
-    TopologySource,
+    Binding, Core, NumaNode, Package, Pu, Topology, TopologyError, TopologySource,
+    parse_topology_arg,
 };

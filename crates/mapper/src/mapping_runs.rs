@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::mapping::{Algorithm, MapError};
 use crate::mix::InstructionMix;
-use crate::scenarios::{run_placed, ScenarioError, ScenarioOutcome, Workload};
+use crate::scenarios::{ScenarioError, ScenarioOutcome, Workload, run_placed};
 use crate::topology::Topology;
 
 /// Errors of a measured mapping comparison.

@@ -8,8 +8,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::contention::contention;
-use crate::mapping::{threads_in_blocks, Algorithm, MapError};
-use crate::mix::{nas_like_mixes, smt_bench_mixes, InstructionMix, NamedMix};
+use crate::mapping::{Algorithm, MapError, threads_in_blocks};
+use crate::mix::{InstructionMix, NamedMix, nas_like_mixes, smt_bench_mixes};
 use crate::topology::Topology;
 
 /// One algorithm's model score (`None` when it pins nothing).

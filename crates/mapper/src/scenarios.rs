@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::contention::overlap;
 use crate::mix::InstructionMix;
-use crate::topology::{pin_current_thread, Topology};
+use crate::topology::{Topology, pin_current_thread};
 
 /// A named workload: one call runs a batch and returns the operations it did.
 ///
@@ -492,7 +492,10 @@ impl fmt::Display for ScenarioOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ScenarioOutcome::NotThisSystem => {
-                writeln!(f, "co-scheduling scenarios skipped: the topology is not this machine")
+                writeln!(
+                    f,
+                    "co-scheduling scenarios skipped: the topology is not this machine"
+                )
             }
             ScenarioOutcome::NoSmtSiblings { cores, pus } => writeln!(
                 f,
@@ -530,7 +533,9 @@ mod tests {
         };
         let outcome = run_scenarios(&t, &w, &w, Duration::from_millis(2)).unwrap();
         if t.has_smt_siblings() {
-            eprintln!("SKIPPED: this machine has SMT siblings; the NoSmtSiblings path cannot be exercised");
+            eprintln!(
+                "SKIPPED: this machine has SMT siblings; the NoSmtSiblings path cannot be exercised"
+            );
             assert!(matches!(outcome, ScenarioOutcome::Measured(_)));
         } else {
             assert_eq!(

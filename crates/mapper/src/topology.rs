@@ -40,7 +40,9 @@ pub enum TopologyError {
         reason: String,
     },
     /// The synthetic description was rejected by hwloc.
-    #[error("invalid synthetic topology description {description:?} (expected e.g. \"pack:2 core:4 pu:2\")")]
+    #[error(
+        "invalid synthetic topology description {description:?} (expected e.g. \"pack:2 core:4 pu:2\")"
+    )]
     Synthetic {
         /// The rejected description.
         description: String,
@@ -57,7 +59,9 @@ pub enum TopologyError {
     #[error("topology has no processing units")]
     NoProcessingUnits,
     /// A topology argument did not have one of the accepted forms.
-    #[error("invalid topology {argument:?}: expected \"this\", \"synthetic:DESCRIPTION\" or \"xml:FILE\"")]
+    #[error(
+        "invalid topology {argument:?}: expected \"this\", \"synthetic:DESCRIPTION\" or \"xml:FILE\""
+    )]
     BadArgument {
         /// The argument as given.
         argument: String,

@@ -2,7 +2,7 @@
 //! must come back as typed errors whose message is one line (the CLI prints it and exits 2).
 
 use parbench_mapper::perf::Profile;
-use parbench_mapper::{declared_kernel_mixes, map_report, parse_topology_arg, Algorithm, Topology};
+use parbench_mapper::{Algorithm, Topology, declared_kernel_mixes, map_report, parse_topology_arg};
 
 fn assert_one_line(message: &str) {
     assert!(!message.is_empty());

@@ -2,8 +2,8 @@
 
 use std::io::{self, Write};
 
-use super::text_grid::{Align, TextGrid};
 use super::Exporter;
+use super::text_grid::{Align, TextGrid};
 use crate::results::Report;
 
 /// Writes the report as a markdown table (numbers right-aligned), footnotes below it.

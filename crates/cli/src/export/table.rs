@@ -2,8 +2,8 @@
 
 use std::io::{self, Write};
 
-use super::text_grid::{Align, TextGrid};
 use super::Exporter;
+use super::text_grid::{Align, TextGrid};
 use crate::results::Report;
 
 /// Writes the report as a table whose columns are padded to their widest entry.

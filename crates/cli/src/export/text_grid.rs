@@ -2,7 +2,7 @@
 //! values rounded to three significant digits with a unit chosen per value.
 
 use crate::results::{Cell, Report};
-use crate::stats::{RoundSpread, CI_MIN_RUNS};
+use crate::stats::{CI_MIN_RUNS, RoundSpread};
 
 /// Whether a column's values line up on the left (names) or on the right (numbers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -340,9 +340,10 @@ mod tests {
             .find(|n| n.contains("unstable"))
             .unwrap();
         assert!(note.starts_with("! unstable: reduce / seq / 1: rounds differ by 50 %"));
-        assert!(grid
-            .footnotes
-            .iter()
-            .any(|n| n.starts_with("rounds = min–max of the 2")));
+        assert!(
+            grid.footnotes
+                .iter()
+                .any(|n| n.starts_with("rounds = min–max of the 2"))
+        );
     }
 }

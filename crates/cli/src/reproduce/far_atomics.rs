@@ -8,13 +8,13 @@
 //! the system-time share per run.
 
 use parbench_atomics::{Backend, LockKind};
-use parbench_kernels::{find_kernel, ExecutorKind, Params, PinPolicy};
+use parbench_kernels::{ExecutorKind, Params, PinPolicy, find_kernel};
 
 use crate::error::CliError;
-use crate::reproduce::figure::{box_plot_svg, BoxItem};
+use crate::reproduce::figure::{BoxItem, box_plot_svg};
 use crate::reproduce::published::format_number;
 use crate::reproduce::report::{FigureFile, Measured, MeasuredFigure, Section, StudyReport};
-use crate::reproduce::{machine_conditions, Scale, Study, StudyRun, RESULT_LABELS};
+use crate::reproduce::{RESULT_LABELS, Scale, Study, StudyRun, machine_conditions};
 use crate::results::{Cell, Report};
 use crate::sweep::SweepPlan;
 
@@ -250,7 +250,9 @@ fn os_columns(cell: &Cell) -> String {
 }
 
 fn search_table(search: &[(String, String, Vec<Cell>)]) -> String {
-    let mut md = String::from("| kernel | backend | executor | mean time (CI95) | median | threads created per run | system-time share |\n|---|---|---|---|---|---|---|\n");
+    let mut md = String::from(
+        "| kernel | backend | executor | mean time (CI95) | median | threads created per run | system-time share |\n|---|---|---|---|---|---|---|\n",
+    );
     for (kernel, backend, cells) in search {
         for executor in EXECUTORS {
             if let Some(cell) = cell_of(cells, executor.name()) {
@@ -271,7 +273,9 @@ fn search_table(search: &[(String, String, Vec<Cell>)]) -> String {
 }
 
 fn round_table(rounds: &[(String, usize, Vec<Cell>)]) -> String {
-    let mut md = String::from("| lock/backend | CPUs | mean time (CI95) | median | right-fork retries (median) | threads created per run | system-time share |\n|---|---|---|---|---|---|---|\n");
+    let mut md = String::from(
+        "| lock/backend | CPUs | mean time (CI95) | median | right-fork retries (median) | threads created per run | system-time share |\n|---|---|---|---|---|---|---|\n",
+    );
     for (label, cpus, cells) in rounds {
         if let Some(cell) = cell_of(cells, "spawn") {
             let median = cell

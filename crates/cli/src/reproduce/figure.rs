@@ -5,7 +5,7 @@
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 
-use crate::plot::{draw_box, draw_error, PlotError};
+use crate::plot::{PlotError, draw_box, draw_error};
 use crate::stats::Summary;
 
 /// Width and height of a report figure in pixels.

@@ -26,7 +26,7 @@ use crate::error::CliError;
 use crate::progress::Progress;
 use crate::results::{Cell, Metadata, Report};
 use crate::stats::Summary;
-use crate::sweep::{run_sweep, SweepError, SweepObserver, SweepPlan, LABELS};
+use crate::sweep::{LABELS, SweepError, SweepObserver, SweepPlan, run_sweep};
 
 pub mod far_atomics;
 pub mod figure;

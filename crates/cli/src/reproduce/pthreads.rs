@@ -2,13 +2,13 @@
 //! trapezoid (`block = 1`, its condition) for every way of keeping the shared sum, on threads
 //! created per run like pthreads (`spawn`), and its thread creation cost per thread with the SD.
 
-use parbench_kernels::{find_kernel, ExecutorKind, Params, PinPolicy};
+use parbench_kernels::{ExecutorKind, Params, PinPolicy, find_kernel};
 
 use crate::error::CliError;
-use crate::reproduce::figure::{box_plot_svg, line_chart_svg, BoxItem, Series};
+use crate::reproduce::figure::{BoxItem, Series, box_plot_svg, line_chart_svg};
 use crate::reproduce::published::format_number;
 use crate::reproduce::report::{FigureFile, Measured, MeasuredFigure, Section, StudyReport};
-use crate::reproduce::{machine_conditions, summary_of, Scale, Study, StudyRun, RESULT_LABELS};
+use crate::reproduce::{RESULT_LABELS, Scale, Study, StudyRun, machine_conditions, summary_of};
 use crate::results::{Cell, Report};
 use crate::stats::Summary;
 use crate::sweep::SweepPlan;
@@ -266,7 +266,9 @@ fn method_table(by_method: &[(&str, Vec<Cell>)], threads: &[usize]) -> String {
 }
 
 fn creation_table(spawned: &[(usize, Summary)], pooled: &[(usize, Summary)]) -> String {
-    let mut md = String::from("| threads at once | new OS thread: mean ± SD per thread | pool task: mean ± SD per task |\n|---|---|---|\n");
+    let mut md = String::from(
+        "| threads at once | new OS thread: mean ± SD per thread | pool task: mean ± SD per task |\n|---|---|---|\n",
+    );
     for (count, s) in spawned {
         let pool = pooled
             .iter()

@@ -10,8 +10,8 @@ use std::fs;
 use std::path::Path;
 
 use crate::error::CliError;
-use crate::reproduce::published::{format_number, PublishedData};
 use crate::reproduce::Scale;
+use crate::reproduce::published::{PublishedData, format_number};
 use crate::results::Report;
 
 /// What a study run produced.

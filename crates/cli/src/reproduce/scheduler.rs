@@ -8,14 +8,14 @@
 
 use std::time::Instant;
 
-use parbench_kernels::{find_kernel, ExecutorKind, Params, PinPolicy};
-use parbench_scheduler::{tune_timespan, ThreadPoolBuilder, DEFAULT_TUNING_ROUNDS};
+use parbench_kernels::{ExecutorKind, Params, PinPolicy, find_kernel};
+use parbench_scheduler::{DEFAULT_TUNING_ROUNDS, ThreadPoolBuilder, tune_timespan};
 
 use crate::error::CliError;
-use crate::reproduce::figure::{box_plot_svg, line_chart_svg, BoxItem, Series};
+use crate::reproduce::figure::{BoxItem, Series, box_plot_svg, line_chart_svg};
 use crate::reproduce::published::format_number;
 use crate::reproduce::report::{FigureFile, Measured, MeasuredFigure, Section, StudyReport};
-use crate::reproduce::{machine_conditions, summary_of, Scale, Study, StudyRun, RESULT_LABELS};
+use crate::reproduce::{RESULT_LABELS, Scale, Study, StudyRun, machine_conditions, summary_of};
 use crate::results::{Cell, Report};
 use crate::sweep::SweepPlan;
 
@@ -71,7 +71,10 @@ impl Study for SchedulerStudy {
 
     fn scaling(&self, scale: Scale) -> String {
         match scale {
-            Scale::Tiny => "spmv widths 2^10 and 2^15, small nested kernels, 2 runs per cell, tuner 200 calls".to_owned(),
+            Scale::Tiny => {
+                "spmv widths 2^10 and 2^15, small nested kernels, 2 runs per cell, tuner 200 calls"
+                    .to_owned()
+            }
             Scale::Default => format!(
                 "threads 1..{} (this machine's cores, not the study's server), spmv widths 2^10 and 2^15 with rows = threads × 2^9, 30 runs per cell (3 warm-up), tuner {DEFAULT_TUNING_ROUNDS} calls",
                 cores()

@@ -11,18 +11,18 @@
 
 use std::time::Duration;
 
-use parbench_mapper::perf::{profile_threads, MixSource, ProfileRequest};
+use parbench_mapper::perf::{MixSource, ProfileRequest, profile_threads};
 use parbench_mapper::{
-    compare_on_model, gain_percent, nas_like_mixes, run_mappings, smt_bench_mixes,
-    threads_in_blocks, Algorithm, InstrClass, InstructionMix, MappingOutcome, NamedMix,
-    SuiteOutcome, Topology, Workload,
+    Algorithm, InstrClass, InstructionMix, MappingOutcome, NamedMix, SuiteOutcome, Topology,
+    Workload, compare_on_model, gain_percent, nas_like_mixes, run_mappings, smt_bench_mixes,
+    threads_in_blocks,
 };
 
 use crate::error::CliError;
-use crate::map::{scenario_suite, KernelWorkload};
-use crate::reproduce::figure::{line_chart_svg, Series};
+use crate::map::{KernelWorkload, scenario_suite};
+use crate::reproduce::figure::{Series, line_chart_svg};
 use crate::reproduce::report::{FigureFile, Measured, MeasuredFigure, Section, StudyReport};
-use crate::reproduce::{machine_conditions, Scale, Study, StudyRun, RESULT_LABELS};
+use crate::reproduce::{RESULT_LABELS, Scale, Study, StudyRun, machine_conditions};
 use crate::results::{Cell, MetricSeries, Report};
 
 /// The SMT-mapping study.
@@ -374,7 +374,9 @@ fn model_table(
     run: &mut StudyRun,
     cases: &[(&str, &Topology, &Vec<NamedMix>, &str)],
 ) -> Result<String, CliError> {
-    let mut md = String::from("| topology | threads | instruction-aware | algorithm1 | round-robin | os-index | scatter | random (mean of 100) |\n|---|---|---|---|---|---|---|---|\n");
+    let mut md = String::from(
+        "| topology | threads | instruction-aware | algorithm1 | round-robin | os-index | scatter | random (mean of 100) |\n|---|---|---|---|---|---|---|---|\n",
+    );
     for (name, topology, threads, what) in cases {
         let comparison = compare_on_model(topology, threads, 100, 1)?;
         let score = |algorithm: &str| {

@@ -12,20 +12,20 @@
 use std::time::Duration;
 
 use parbench_kernels::latency::{
-    saturation_qps, smt_verdict, Bounds, Curve, CurveConfig, PlacementPlan, PointResult,
-    QpsScaledRequests, DEFAULT_SATURATION_FACTOR,
+    Bounds, Curve, CurveConfig, DEFAULT_SATURATION_FACTOR, PlacementPlan, PointResult,
+    QpsScaledRequests, saturation_qps, smt_verdict,
 };
-use parbench_kernels::{find_kernel, Kernel, Params, SeqExecutor};
+use parbench_kernels::{Kernel, Params, SeqExecutor, find_kernel};
 use parbench_mapper::perf::{
-    nominal_frequency_mhz, tail_latency_events, Profile, Quantity, StudyMetrics, SMT_FRIENDLY_RULE,
+    Profile, Quantity, SMT_FRIENDLY_RULE, StudyMetrics, nominal_frequency_mhz, tail_latency_events,
 };
 
 use crate::error::CliError;
 use crate::latency::{
-    measure_curves, render_plot, this_machine_plans, LatencySetup, MeasuredCurve,
+    LatencySetup, MeasuredCurve, measure_curves, render_plot, this_machine_plans,
 };
 use crate::reproduce::report::{FigureFile, Measured, MeasuredFigure, Section, StudyReport};
-use crate::reproduce::{machine_conditions, Scale, Study, StudyRun, RESULT_LABELS};
+use crate::reproduce::{RESULT_LABELS, Scale, Study, StudyRun, machine_conditions};
 use crate::results::{Cell, Report};
 
 /// The tail-latency study.

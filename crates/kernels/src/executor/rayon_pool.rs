@@ -8,7 +8,7 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use rayon::iter::plumbing::{bridge_producer_consumer, Producer, UnindexedConsumer};
+use rayon::iter::plumbing::{Producer, UnindexedConsumer, bridge_producer_consumer};
 use rayon::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
 use rayon::slice::ParallelSliceMut;
 

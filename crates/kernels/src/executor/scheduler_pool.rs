@@ -61,7 +61,7 @@ impl SchedulerExecutor {
                 return Err(ExecutorError::Build {
                     kind,
                     reason: "not a parbench-scheduler strategy".to_owned(),
-                })
+                });
             }
         };
         let pinning = match pin {

@@ -15,8 +15,8 @@
 
 use std::io;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::{self, Scope, ScopedJoinHandle};
 
 use super::{Executor, ExecutorError, ExecutorKind, PinPolicy};
@@ -337,7 +337,7 @@ mod tests {
         );
     }
 
-    extern "C" {
+    unsafe extern "C" {
         #[link_name = "sched_getcpu"]
         fn libc_sched_getcpu() -> i32;
     }

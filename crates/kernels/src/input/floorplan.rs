@@ -16,8 +16,8 @@
 
 use std::path::Path;
 
-use super::integer_tokens::IntegerTokens;
 use super::InputError;
+use super::integer_tokens::IntegerTokens;
 use crate::kernels::rng::SplitMix64;
 
 /// The board is `BOARD_SIDE × BOARD_SIDE` (64 × 64 in BOTS).
@@ -139,7 +139,7 @@ impl FloorplanInput {
             Some(area) => {
                 return Err(tokens.error(format!(
                     "the expected minimal area must be positive, found {area}"
-                )))
+                )));
             }
         };
         if let Some(extra) = tokens.next_integer("nothing")? {
@@ -326,7 +326,9 @@ fn placement_order(
         if placed[next] {
             return Err(error_at(
                 id,
-                format!("next of cell {id} is cell {next}, which is already placed (the order must not loop)"),
+                format!(
+                    "next of cell {id} is cell {next}, which is already placed (the order must not loop)"
+                ),
             ));
         }
         id = next;
@@ -347,7 +349,9 @@ fn check_neighbours_come_first(
             if let Some(neighbour) = neighbour.filter(|&n| !placed[n]) {
                 return Err(error_at(
                     id,
-                    format!("the {side} neighbour of cell {id} is cell {neighbour}, which is not placed before it"),
+                    format!(
+                        "the {side} neighbour of cell {id} is cell {neighbour}, which is not placed before it"
+                    ),
                 ));
             }
         }
@@ -407,26 +411,36 @@ mod tests {
     #[test]
     fn bad_counts_and_indices_are_rejected() {
         assert!(parse("0").unwrap_err().message.contains("number of cells"));
-        assert!(parse("1\n0\n")
-            .unwrap_err()
-            .message
-            .contains("number of shapes"));
-        assert!(parse("1\n-2\n")
-            .unwrap_err()
-            .message
-            .contains("number of shapes"));
-        assert!(parse("1\n1\n1 1\n5 -1\n0\n")
-            .unwrap_err()
-            .message
-            .contains("left neighbour"));
-        assert!(parse("1\n1\n1 1\n0 -1\n7\n")
-            .unwrap_err()
-            .message
-            .contains("next cell"));
-        assert!(parse("1\n1\n0 1\n0 -1\n0\n")
-            .unwrap_err()
-            .message
-            .contains("rows"));
+        assert!(
+            parse("1\n0\n")
+                .unwrap_err()
+                .message
+                .contains("number of shapes")
+        );
+        assert!(
+            parse("1\n-2\n")
+                .unwrap_err()
+                .message
+                .contains("number of shapes")
+        );
+        assert!(
+            parse("1\n1\n1 1\n5 -1\n0\n")
+                .unwrap_err()
+                .message
+                .contains("left neighbour")
+        );
+        assert!(
+            parse("1\n1\n1 1\n0 -1\n7\n")
+                .unwrap_err()
+                .message
+                .contains("next cell")
+        );
+        assert!(
+            parse("1\n1\n0 1\n0 -1\n0\n")
+                .unwrap_err()
+                .message
+                .contains("rows")
+        );
     }
 
     #[test]

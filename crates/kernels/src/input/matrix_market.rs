@@ -115,7 +115,7 @@ fn parse_header(header: &str) -> Result<(Field, bool), String> {
                 other => {
                     return Err(format!(
                         "unsupported field `{other}` (real, integer or pattern)"
-                    ))
+                    ));
                 }
             };
             let symmetric = match *symmetry {
@@ -124,7 +124,7 @@ fn parse_header(header: &str) -> Result<(Field, bool), String> {
                 other => {
                     return Err(format!(
                         "unsupported symmetry `{other}` (general or symmetric)"
-                    ))
+                    ));
                 }
             };
             Ok((field, symmetric))

@@ -17,8 +17,8 @@
 
 use std::path::Path;
 
-use super::integer_tokens::IntegerTokens;
 use super::InputError;
+use super::integer_tokens::IntegerTokens;
 use crate::kernels::rng::SplitMix64;
 
 /// Largest instance the reader accepts (the largest QAPLIB instance, tai256c).
@@ -301,10 +301,12 @@ mod tests {
     fn negative_or_oversized_n_is_rejected() {
         assert!(parse("-1").unwrap_err().message.contains("instance size"));
         assert!(parse("0").unwrap_err().message.contains("instance size"));
-        assert!(parse("100000")
-            .unwrap_err()
-            .message
-            .contains("instance size"));
+        assert!(
+            parse("100000")
+                .unwrap_err()
+                .message
+                .contains("instance size")
+        );
     }
 
     #[test]

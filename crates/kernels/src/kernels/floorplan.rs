@@ -25,12 +25,12 @@
 use std::path::Path;
 
 use crate::executor::{Executor, ExecutorError, SeqExecutor};
-use crate::input::floorplan::{FloorplanInput, Shape, BOARD_SIDE};
+use crate::input::floorplan::{BOARD_SIDE, FloorplanInput, Shape};
 use crate::input::integer_tokens::read_input_file;
 use crate::kernel::{
-    timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
+    Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, timed, wrong_result,
 };
-use crate::kernels::shared_atomics::{shared_word, SharedWord, ATOMICS_BACKEND_PARAM};
+use crate::kernels::shared_atomics::{ATOMICS_BACKEND_PARAM, SharedWord, shared_word};
 use crate::kernels::shared_minimum::SharedMinimum;
 
 /// The input used when `--input` is not given (generated, 10 cells).
@@ -63,8 +63,7 @@ impl Kernel for Floorplan {
             ParamSpec {
                 name: "cutoff",
                 default: "4",
-                help:
-                    "cells whose candidates are separate tasks; later cells are placed sequentially",
+                help: "cells whose candidates are separate tasks; later cells are placed sequentially",
             },
             ATOMICS_BACKEND_PARAM,
         ]

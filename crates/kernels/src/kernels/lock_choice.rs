@@ -8,7 +8,7 @@
 
 use parbench_atomics::{Backend, MutexKind};
 
-use crate::kernel::{bad_param, Kernel, KernelError, ParamSpec, Params};
+use crate::kernel::{Kernel, KernelError, ParamSpec, Params, bad_param};
 
 /// The `lock` parameter.
 pub(crate) const LOCK_PARAM: ParamSpec = ParamSpec {

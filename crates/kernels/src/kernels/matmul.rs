@@ -4,9 +4,9 @@
 //! one. `B` is stored transposed so each `C[i][j]` is a dot product of two contiguous rows; entries
 //! are small integers, so the result is exact and compared bit for bit with a sequential reference.
 
-use crate::executor::{par_chunks_mut, Executor};
+use crate::executor::{Executor, par_chunks_mut};
 use crate::kernel::{
-    timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport,
+    Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport, timed, wrong_result,
 };
 use crate::kernels::rng::SplitMix64;
 

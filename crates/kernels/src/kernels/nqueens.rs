@@ -15,11 +15,11 @@
 
 use crate::executor::{Executor, ExecutorError};
 use crate::kernel::{
-    timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
+    Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, timed, wrong_result,
 };
 #[cfg(test)]
 use crate::kernels::shared_atomics::AtomicsBackend;
-use crate::kernels::shared_atomics::{shared_counter, SharedCounter, ATOMICS_BACKEND_PARAM};
+use crate::kernels::shared_atomics::{ATOMICS_BACKEND_PARAM, SharedCounter, shared_counter};
 
 /// Number of solutions of the N-queens problem for N = 1, 2, … (OEIS A000170).
 const SOLUTION_COUNTS: [u64; 20] = [

@@ -25,9 +25,9 @@ use crate::executor::{Executor, ExecutorError, SeqExecutor};
 use crate::input::integer_tokens::read_input_file;
 use crate::input::qaplib::QapInstance;
 use crate::kernel::{
-    timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
+    Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, timed, wrong_result,
 };
-use crate::kernels::shared_atomics::{shared_word, SharedWord, ATOMICS_BACKEND_PARAM};
+use crate::kernels::shared_atomics::{ATOMICS_BACKEND_PARAM, SharedWord, shared_word};
 use crate::kernels::shared_minimum::SharedMinimum;
 
 /// The `qap` kernel.
@@ -62,8 +62,7 @@ impl Kernel for Qap {
             ParamSpec {
                 name: "cutoff",
                 default: "4",
-                help:
-                    "levels whose free locations are separate tasks; deeper levels run sequentially",
+                help: "levels whose free locations are separate tasks; deeper levels run sequentially",
             },
             ATOMICS_BACKEND_PARAM,
         ]

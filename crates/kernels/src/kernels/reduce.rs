@@ -3,9 +3,9 @@
 //! The parallel loop runs over blocks, not elements, so every scheduler sees the same grain as the
 //! scheduler study; each chunk of blocks sums into a local and adds it to the total once.
 
-use crate::executor::{parallel_sum, Executor};
+use crate::executor::{Executor, parallel_sum};
 use crate::kernel::{
-    timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport,
+    Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport, timed, wrong_result,
 };
 use crate::kernels::rng::SplitMix64;
 

@@ -48,10 +48,10 @@ use parbench_atomics::{MutexKind, SpinMutex, SpinMutexGuard};
 
 use crate::executor::{Executor, ExecutorError};
 use crate::kernel::{
-    bad_param, timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel,
-    RunReport,
+    Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, bad_param, timed,
+    wrong_result,
 };
-use crate::kernels::lock_choice::{lock_choice, BACKEND_PARAM, LOCK_PARAM};
+use crate::kernels::lock_choice::{BACKEND_PARAM, LOCK_PARAM, lock_choice};
 use crate::kernels::rng::SplitMix64;
 
 /// Most philosophers at one table (each is a fork and a few counters).
@@ -350,7 +350,7 @@ impl Dinner {
             .fork_uses
             .iter()
             .enumerate()
-            .find(|(_, &uses)| uses != 2 * meals)
+            .find(|&(_, &uses)| uses != 2 * meals)
         {
             return Err(wrong_result(
                 "round",
@@ -444,7 +444,9 @@ fn dine<L: ForkLock>(
     if late_tables.into_inner() != 0 {
         return Err(wrong_result(
             "round",
-            format!("the executor did not run the {tables} tables at the same time (the start barrier timed out)"),
+            format!(
+                "the executor did not run the {tables} tables at the same time (the start barrier timed out)"
+            ),
         ));
     }
     Ok(Dinner {

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::executor::Executor;
 use crate::kernel::{
-    bad_param, timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel,
-    RunReport,
+    Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport, bad_param, timed,
+    wrong_result,
 };
 use crate::kernels::rng::SplitMix64;
 

@@ -7,14 +7,14 @@
 //! the others wake up) and each thread records when it first got a chunk. Threads that never got work
 //! are simply absent; the `threads-started` metric shows how many did.
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
 use crate::executor::Executor;
 use crate::kernel::{
-    timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
+    Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, timed, wrong_result,
 };
 
 /// Loop iterations per executor thread.

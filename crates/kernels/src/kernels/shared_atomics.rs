@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parbench_atomics::{AtomicCounter, AtomicWord, Backend};
 
-use crate::kernel::{bad_param, Kernel, KernelError, ParamSpec, Params};
+use crate::kernel::{Kernel, KernelError, ParamSpec, Params, bad_param};
 
 /// The `backend` parameter of the search kernels.
 pub(crate) const ATOMICS_BACKEND_PARAM: ParamSpec = ParamSpec {

@@ -20,7 +20,7 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::executor::Executor;
 use crate::kernel::{
-    timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
+    Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, timed, wrong_result,
 };
 use crate::kernels::rng::SplitMix64;
 
@@ -207,11 +207,7 @@ fn step(class: InstrClass, x: u64, operand: u64, ring: &[u32]) -> u64 {
         InstrClass::IntDiv => x / 3 + operand,
         InstrClass::Branch => {
             let bit = x & 1;
-            if bit == 1 {
-                (x >> 1) ^ operand
-            } else {
-                x >> 1
-            }
+            if bit == 1 { (x >> 1) ^ operand } else { x >> 1 }
         }
         InstrClass::Load => u64::from(ring[x as usize]),
     }
@@ -297,7 +293,9 @@ impl RegisterValue for u64 {
 fn branch_loop(mut x: Chains, taps: u64, iters: usize) -> Chains {
     macro_rules! lfsr_step {
         ($reg:literal) => {
-            concat!("shr ", $reg, ", 1\n", "jnc 2f\n", "xor ", $reg, ", {8}\n", "2:\n")
+            concat!(
+                "shr ", $reg, ", 1\n", "jnc 2f\n", "xor ", $reg, ", {8}\n", "2:\n"
+            )
         };
     }
     macro_rules! lfsr_round {

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use crate::executor::Executor;
 use crate::kernel::{
-    timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport,
+    Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, timed, wrong_result,
 };
 
 /// The `spawn-cost` kernel.

@@ -10,12 +10,12 @@
 
 use std::fs;
 
-use crate::executor::{par_chunks_mut, Executor};
-use crate::input::matrix_market::parse_matrix_market;
+use crate::executor::{Executor, par_chunks_mut};
 use crate::input::InputError;
+use crate::input::matrix_market::parse_matrix_market;
 use crate::kernel::{
-    bad_param, timed, wrong_result, Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel,
-    RunReport,
+    Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, bad_param, timed,
+    wrong_result,
 };
 use crate::kernels::csr::{CsrMatrix, RowProfile};
 use crate::kernels::rng::SplitMix64;

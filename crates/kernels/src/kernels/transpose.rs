@@ -7,9 +7,9 @@
 
 use std::ops::Range;
 
-use crate::executor::{par_chunks_mut, Executor};
+use crate::executor::{Executor, par_chunks_mut};
 use crate::kernel::{
-    timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport,
+    Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport, timed, wrong_result,
 };
 
 const BLOCK: usize = 16;

@@ -22,10 +22,10 @@ use parbench_atomics::{Backend, MutexKind, RuntimeMutex};
 
 use crate::executor::Executor;
 use crate::kernel::{
-    bad_param, timed, wrong_result, Kernel, KernelError, ParamSpec, Params, PreparedKernel,
-    RunReport,
+    Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport, bad_param, timed,
+    wrong_result,
 };
-use crate::kernels::lock_choice::{lock_choice, BACKEND_PARAM, LOCK_PARAM};
+use crate::kernels::lock_choice::{BACKEND_PARAM, LOCK_PARAM, lock_choice};
 
 /// Methods of keeping the shared sum, as accepted by `--method`.
 const METHODS: [&str; 5] = ["spin", "mutex", "semaphore", "atomic", "local"];

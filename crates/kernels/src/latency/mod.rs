@@ -50,10 +50,10 @@ use crate::kernel::KernelError;
 
 pub use arrivals::exponential_arrivals;
 pub use clock::{Clock, MonotonicClock};
-pub use percentile::{percentile, LatencySummary};
-pub use placement::{CpuLayout, Placement, PlacementPlan, PLACEMENT_NAMES};
+pub use percentile::{LatencySummary, percentile};
+pub use placement::{CpuLayout, PLACEMENT_NAMES, Placement, PlacementPlan};
 pub use server::{
-    run_point, Bounds, KernelService, LoadPoint, PointResult, RequestSample, Service, StopReason,
+    Bounds, KernelService, LoadPoint, PointResult, RequestSample, Service, StopReason, run_point,
 };
 
 /// The `k` of the saturation rule: a load saturates the server when its p95 exceeds `k` times the

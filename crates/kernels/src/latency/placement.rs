@@ -184,7 +184,7 @@ impl Placement {
                         placement: self.to_string(),
                         needed: 2,
                         available: cores.len(),
-                    })
+                    });
                 }
             },
             Placement::Smt => {

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{ChildOutput, CommandStatus};
-use crate::tasks::{all_processes, Pid};
+use crate::tasks::{Pid, all_processes};
 
 /// One started command.
 #[derive(Debug)]

@@ -39,7 +39,7 @@ pub use roster::{PinnedThread, Roster};
 
 use crate::mapping::{Algorithm, MapError};
 use crate::mix::InstructionMix;
-use crate::tasks::{all_processes, descendants, threads_of, Pid, ProcessStat};
+use crate::tasks::{Pid, ProcessStat, all_processes, descendants, threads_of};
 use crate::topology::Topology;
 
 /// Errors that prevent a watch from starting.
@@ -650,11 +650,13 @@ mod tests {
         assert_eq!(outcome.status, CommandStatus::Exited { code: 0 });
         assert_eq!(outcome.leftovers_killed, 1, "{report}");
         assert_eq!(outcome.processes_seen, 3, "{report}"); // sh and both sleeps
-                                                           // `os` pins nothing.
-        assert!(report
-            .threads
-            .iter()
-            .all(|t| t.cpu.is_none() && t.pins.is_empty()));
+        // `os` pins nothing.
+        assert!(
+            report
+                .threads
+                .iter()
+                .all(|t| t.cpu.is_none() && t.pins.is_empty())
+        );
         let deadline = Instant::now() + Duration::from_secs(2);
         while !group_members(outcome.pid.unwrap()).is_empty() {
             assert!(Instant::now() < deadline, "the leftover sleep survived");

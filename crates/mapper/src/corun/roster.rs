@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::mapping::{Algorithm, MapError};
 use crate::mix::InstructionMix;
-use crate::tasks::{pin_thread, Pid, TaskError};
+use crate::tasks::{Pid, TaskError, pin_thread};
 use crate::topology::Topology;
 
 /// One thread the roster has seen, and where it was last pinned.
@@ -264,9 +264,11 @@ mod tests {
         // program 0 first, although its thread has the larger TID.
         assert_eq!(roster.plan(), vec![(60, Some(0)), (50, Some(1))]);
         let later = Duration::from_millis(5);
-        assert!(roster
-            .update(&[(1, 50, 50), (0, 60, 60), (0, 60, 61)], later)
-            .unwrap());
+        assert!(
+            roster
+                .update(&[(1, 50, 50), (0, 60, 60), (0, 60, 61)], later)
+                .unwrap()
+        );
         assert_eq!(
             roster.plan(),
             vec![(60, Some(0)), (61, Some(1)), (50, Some(2))]

@@ -28,7 +28,7 @@
 
 use super::placement::cores_alternating_packages;
 use crate::contention::overlap;
-use crate::mix::{InstrClass, InstructionMix, CLASS_COUNT};
+use crate::mix::{CLASS_COUNT, InstrClass, InstructionMix};
 use crate::topology::Topology;
 
 /// Classes ordered by how much their share varies across the threads (largest variance first;

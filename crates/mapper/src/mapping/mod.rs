@@ -230,7 +230,7 @@ impl Algorithm {
         let order: Vec<usize> = match self {
             Algorithm::InstructionAware => return instruction_aware::map(topology, mixes, rounds),
             Algorithm::Algorithm1 { class } => {
-                return instruction_aware::map_algorithm1(topology, mixes, class, rounds)
+                return instruction_aware::map_algorithm1(topology, mixes, class, rounds);
             }
             Algorithm::RoundRobin => placement::logical_order(topology),
             Algorithm::OsIndex => placement::os_order(topology),

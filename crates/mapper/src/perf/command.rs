@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::profile::{counted_quantities, read_json_file, write_json_file};
-use super::{probe_events, MixSource, Profile, ProfileError, ProfileRequest, ThreadCounters};
+use super::{MixSource, Profile, ProfileError, ProfileRequest, ThreadCounters, probe_events};
 use crate::mix::{InstrClass, InstructionMix};
-use crate::tasks::{all_processes, descendants, threads_of, Pid};
+use crate::tasks::{Pid, all_processes, descendants, threads_of};
 
 /// Per-thread counters are opened on at most this many threads (each costs one descriptor per
 /// event).

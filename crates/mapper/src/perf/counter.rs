@@ -14,8 +14,8 @@ use perf_event::events::{Cache, CacheOp};
 use perf_event::hooks::sys::bindings::PERF_TYPE_RAW;
 use perf_event::{Builder, Counter};
 
-use super::events::{EventSource, EventSpec};
 use super::ProfileError;
+use super::events::{EventSource, EventSpec};
 
 /// A count with the time the counter was enabled and actually on the PMU.
 ///

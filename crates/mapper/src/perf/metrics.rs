@@ -34,8 +34,7 @@ use crate::mix::InstrClass;
 /// ```
 /// assert!(parbench_mapper::perf::SMT_FRIENDLY_RULE.contains("IPC < 1.0"));
 /// ```
-pub const SMT_FRIENDLY_RULE: &str =
-    "parbench's own rule, not the tail-latency study's (which classified services from their p95 curves on SMT siblings vs cores): SMT-friendly when IPC < 1.0 and dispatch-stall fraction >= 0.3";
+pub const SMT_FRIENDLY_RULE: &str = "parbench's own rule, not the tail-latency study's (which classified services from their p95 curves on SMT siblings vs cores): SMT-friendly when IPC < 1.0 and dispatch-stall fraction >= 0.3";
 
 const FRIENDLY_IPC_BELOW: f64 = 1.0;
 const FRIENDLY_STALL_AT_LEAST: f64 = 0.3;

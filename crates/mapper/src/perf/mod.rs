@@ -23,18 +23,18 @@ mod workload_mix;
 use std::io;
 use std::path::PathBuf;
 
-pub use command::{profile_command, CommandProfile};
+pub use command::{CommandProfile, profile_command};
 pub use counter::{EventCounter, Reading};
 pub use events::{
-    event_table, int_class_is_derived, CpuFamily, EventSource, EventSpec, Quantity, SOFTWARE_EVENTS,
+    CpuFamily, EventSource, EventSpec, Quantity, SOFTWARE_EVENTS, event_table, int_class_is_derived,
 };
-pub use metrics::{Metrics, QuantityTotals, SmtClass, SMT_FRIENDLY_RULE};
+pub use metrics::{Metrics, QuantityTotals, SMT_FRIENDLY_RULE, SmtClass};
 pub use profile::{
-    profile_threads, EventRecord, MixSource, Profile, ProfileRequest, ThreadProfile,
-    UnavailableEvent,
+    EventRecord, MixSource, Profile, ProfileRequest, ThreadProfile, UnavailableEvent,
+    profile_threads,
 };
-pub use study_metrics::{nominal_frequency_mhz, tail_latency_events, StallResource, StudyMetrics};
-pub use thread_counters::{probe_events, ThreadCounters};
+pub use study_metrics::{StallResource, StudyMetrics, nominal_frequency_mhz, tail_latency_events};
+pub use thread_counters::{ThreadCounters, probe_events};
 
 /// Errors from counters and profiles.
 ///

@@ -15,12 +15,12 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::ProfileError;
 use super::events::{
-    event_table, int_class_is_derived, CpuFamily, EventSpec, Quantity, SOFTWARE_EVENTS,
+    CpuFamily, EventSpec, Quantity, SOFTWARE_EVENTS, event_table, int_class_is_derived,
 };
 use super::metrics::{Metrics, QuantityTotals, SMT_FRIENDLY_RULE};
-use super::thread_counters::{probe_events, ThreadCounters};
-use super::ProfileError;
+use super::thread_counters::{ThreadCounters, probe_events};
 use crate::mix::{InstrClass, InstructionMix, NamedMix};
 
 /// Where the instruction mixes returned by [`Profile::mixes_or`] came from.
@@ -590,17 +590,21 @@ mod tests {
             .iter()
             .any(|r| r.quantity == Quantity::Cycles && r.count.is_some());
         if hardware_available {
-            eprintln!("SKIPPED: this machine has a PMU, the unavailable-counter report cannot be exercised");
+            eprintln!(
+                "SKIPPED: this machine has a PMU, the unavailable-counter report cannot be exercised"
+            );
             return;
         }
         assert!(profile.unavailable.iter().any(|u| u.event == "cycles"));
         assert!(profile.unavailable.iter().all(|u| !u.reason.is_empty()));
         let metrics = profile.thread_metrics(0).unwrap();
         assert_eq!(metrics.ipc, None);
-        assert!(metrics
-            .missing
-            .iter()
-            .any(|(name, inputs)| name == "IPC" && inputs.contains(&"cycles".to_owned())));
+        assert!(
+            metrics
+                .missing
+                .iter()
+                .any(|(name, inputs)| name == "IPC" && inputs.contains(&"cycles".to_owned()))
+        );
         let text = profile.to_string();
         assert!(text.contains("unavailable here"), "{text}");
         assert!(text.contains(SMT_FRIENDLY_RULE));

@@ -27,8 +27,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::events::{event_table, CpuFamily, EventSource, EventSpec, Quantity};
-use super::metrics::{derive_metric, QuantityTotals};
+use super::events::{CpuFamily, EventSource, EventSpec, Quantity, event_table};
+use super::metrics::{QuantityTotals, derive_metric};
 use super::profile::UnavailableEvent;
 use crate::mix::InstrClass;
 

@@ -9,10 +9,10 @@
 //! (unavailable ones without a count). [`probe_events`] finds the unavailable events first, once,
 //! with the kernel's reason.
 
+use super::ProfileError;
 use super::counter::EventCounter;
 use super::events::EventSpec;
 use super::profile::{EventRecord, ThreadProfile, UnavailableEvent};
-use super::ProfileError;
 
 /// Splits `events` into those this machine can count and those it cannot (with the reason), by
 /// opening each one alone on the calling thread.
@@ -167,7 +167,7 @@ impl ThreadCounters {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::perf::{event_table, CpuFamily, Quantity, SOFTWARE_EVENTS};
+    use crate::perf::{CpuFamily, Quantity, SOFTWARE_EVENTS, event_table};
 
     #[test]
     fn unavailable_events_are_reported_without_a_count() {
