@@ -427,3 +427,21 @@ pub fn check_thread_count(threads: usize) -> Result<(), ExecutorError> {
         _ => Ok(()),
     }
 }
+
+/// The CPU the calling thread is running on, as the OS reports it (`sched_getcpu`); `None` where
+/// the OS cannot say (outside Linux, or if the call fails). The answer may be stale as soon as it
+/// is read: the OS can move the thread at any time.
+pub(crate) fn current_cpu() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        unsafe extern "C" {
+            fn sched_getcpu() -> i32;
+        }
+        // SAFETY: sched_getcpu has no preconditions; it reads the calling thread's CPU.
+        usize::try_from(unsafe { sched_getcpu() }).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}

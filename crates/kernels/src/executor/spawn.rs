@@ -319,14 +319,12 @@ mod tests {
         let n = cpus.len() * 2;
         let seen = Mutex::new(vec![None; n]);
         exec.for_each_task(n, &|i| {
-            // SAFETY: sched_getcpu has no preconditions; it reads the calling thread's CPU.
-            let cpu = unsafe { libc_sched_getcpu() };
-            seen.lock().unwrap()[i] = Some(cpu);
+            seen.lock().unwrap()[i] = crate::executor::current_cpu();
             Ok(())
         })
         .unwrap();
         for (i, cpu) in seen.into_inner().unwrap().into_iter().enumerate() {
-            assert_eq!(cpu, Some(cpus[i % cpus.len()].id as i32), "task {i}");
+            assert_eq!(cpu, Some(cpus[i % cpus.len()].id), "task {i}");
         }
         assert_eq!(exec.threads_created(), n as u64);
         exec.for_chunks(0..10, &|_| {});
@@ -335,11 +333,6 @@ mod tests {
             n as u64 + 1,
             "a 2-thread loop spawns one"
         );
-    }
-
-    unsafe extern "C" {
-        #[link_name = "sched_getcpu"]
-        fn libc_sched_getcpu() -> i32;
     }
 
     #[test]

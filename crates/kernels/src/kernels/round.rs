@@ -39,6 +39,18 @@
 //! bumped with a plain load and store *while holding the lock*, so a lock that
 //! lets two philosophers in at once loses updates and fails the check; a flag
 //! per fork also counts every time a philosopher found its fork already in use.
+//!
+//! Placement: the metric `table-cpus` is how many distinct CPUs the tables were seen on (each
+//! table asks the OS for its CPU at its first and its last meal; Linux only). The tables contend
+//! for shared forks, so a run whose tables share one CPU — the OS running them in turn, each for
+//! a whole time slice — is nearly uncontended and faster than one whose tables really run at the
+//! same time. On this repository's 2-vCPU VM (16 philosophers, 2 tables, two sets of 16 sweep
+//! processes) rayon's two workers ran both tables on one vCPU in 25 and 141 of 320 runs, taking
+//! 624 and 745 µs (median), against 868 and 881 µs for its runs on two vCPUs; this pool's
+//! strategies took 845–862 µs on two vCPUs (tree's tables shared one in 14 runs, 703 µs). A
+//! third mode, 2.2–2.8 ms on two vCPUs, struck every scheduler alike for seconds at a time
+//! (presumably slower transfers of the forks' cache lines between the vCPUs; not verified).
+//! Compare schedulers on runs with the same `table-cpus`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
@@ -46,7 +58,7 @@ use std::time::{Duration, Instant};
 
 use parbench_atomics::{MutexKind, SpinMutex, SpinMutexGuard};
 
-use crate::executor::{Executor, ExecutorError};
+use crate::executor::{Executor, ExecutorError, current_cpu};
 use crate::kernel::{
     Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, bad_param, timed,
     wrong_result,
@@ -271,7 +283,14 @@ impl<L: ForkLock> PreparedKernel for PreparedRound<L> {
             metrics: vec![
                 Metric::new("meals", dinner.meals as f64, ""),
                 Metric::new("right-fork-retries", dinner.retries as f64, ""),
-            ],
+            ]
+            .into_iter()
+            .chain(
+                dinner
+                    .table_cpus
+                    .map(|cpus| Metric::new("table-cpus", cpus as f64, "")),
+            )
+            .collect(),
         })
     }
 }
@@ -326,6 +345,8 @@ struct Dinner {
     retries: u64,
     fork_uses: Vec<u64>,
     violations: u64,
+    /// Distinct CPUs the tables were seen on (see the module docs), if the OS tells.
+    table_cpus: Option<usize>,
 }
 
 impl Dinner {
@@ -411,6 +432,7 @@ fn dine<L: ForkLock>(
     let retries = AtomicU64::new(0);
     let violations = AtomicU64::new(0);
     let late_tables = AtomicUsize::new(0);
+    let cpus_seen = Mutex::new(Vec::with_capacity(2 * tables));
     exec.for_each_task(tables, &|table| {
         if let Some(&cpu) = rules.cpus.get(table % rules.cpus.len().max(1)) {
             // A refused pin leaves the thread where the OS put it; the run is still valid.
@@ -422,6 +444,7 @@ fn dine<L: ForkLock>(
             // Relaxed: read after the executor has joined every task.
             late_tables.fetch_add(1, Ordering::Relaxed);
         }
+        let first_cpu = current_cpu();
         let (mut my_meals, mut my_retries) = (0, 0);
         for _ in 0..meals {
             for philosopher in (table..philosophers).step_by(tables) {
@@ -436,6 +459,10 @@ fn dine<L: ForkLock>(
                 my_meals += 1;
             }
         }
+        cpus_seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend([first_cpu, current_cpu()].into_iter().flatten());
         // Relaxed: totals are read after the executor has joined every task.
         eaten.fetch_add(my_meals, Ordering::Relaxed);
         retries.fetch_add(my_retries, Ordering::Relaxed);
@@ -458,7 +485,19 @@ fn dine<L: ForkLock>(
             .map(|fork| fork.uses.load(Ordering::Relaxed))
             .collect(),
         violations: violations.into_inner(),
+        table_cpus: distinct(
+            cpus_seen
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner),
+        ),
     })
+}
+
+/// How many distinct values `cpus` holds; `None` if it is empty (the OS did not tell).
+fn distinct(mut cpus: Vec<usize>) -> Option<usize> {
+    cpus.sort_unstable();
+    cpus.dedup();
+    (!cpus.is_empty()).then_some(cpus.len())
 }
 
 /// One meal: the `left` fork (the one taken first), then the other one if free (else put the
@@ -511,6 +550,7 @@ mod tests {
             retries: 0,
             fork_uses: vec![4, 4],
             violations: 0,
+            table_cpus: None,
         };
         assert!(dinner.check(2, 5).is_err());
         let dinner = Dinner {
@@ -518,6 +558,7 @@ mod tests {
             retries: 0,
             fork_uses: vec![10, 9],
             violations: 0,
+            table_cpus: None,
         };
         assert!(dinner.check(2, 5).is_err());
     }
@@ -592,6 +633,34 @@ mod tests {
             Round.prepare(&bad_mode, 1),
             Err(KernelError::BadParam { .. })
         ));
+    }
+
+    #[test]
+    fn table_cpus_counts_the_cpus_the_tables_ran_on() {
+        let available = core_affinity::get_core_ids().unwrap_or_default();
+        if !cfg!(target_os = "linux") || available.len() < 2 {
+            println!("SKIPPED: needs Linux and 2 CPUs this process may run on");
+            return;
+        }
+        let table_cpus = |cpus: &str| {
+            let params = Params::new()
+                .with("n", "4")
+                .with("meals", "20")
+                .with("mode", "threads")
+                .with("cpus", cpus);
+            let report = Round
+                .prepare(&params, 4)
+                .unwrap()
+                .run(&SpawnExecutor::new(4))
+                .unwrap();
+            let metric = report.metrics.iter().find(|m| m.name == "table-cpus");
+            metric.expect("Linux reports the CPUs").value
+        };
+        // Four philosophers pinned to one CPU, then alternately to two.
+        assert_eq!(table_cpus("1"), 1.0);
+        assert_eq!(table_cpus("2"), 2.0);
+        assert_eq!(distinct(vec![3, 1, 3, 1, 0]), Some(3));
+        assert_eq!(distinct(Vec::new()), None);
     }
 
     #[test]
