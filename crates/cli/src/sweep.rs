@@ -285,7 +285,9 @@ fn measure_cell(
 
 /// The run's OS-level cost: the share of CPU time spent in the kernel (`sys-time-share`, from
 /// getrusage over the run and its validation, whole process) and, for executors that create
-/// threads while running (`spawn`), how many they created (`threads-created`).
+/// threads while running (`spawn`), how many they created (`threads-created`); and the tree
+/// strategy's timespan (`timespan`, µs: calibrated per pool, so per cell), which shapes how soon
+/// its threads balance.
 fn record_os_metrics(
     metrics: &mut Vec<MetricSeries>,
     executor: &dyn Executor,
@@ -297,6 +299,12 @@ fn record_os_metrics(
         record_metric(
             metrics,
             parbench_kernels::Metric::new("threads-created", created as f64, ""),
+        );
+    }
+    if let Some(timespan) = executor.timespan() {
+        record_metric(
+            metrics,
+            parbench_kernels::Metric::new("timespan", timespan.as_secs_f64() * 1e6, "µs"),
         );
     }
     let share = usage_before
@@ -566,6 +574,49 @@ mod tests {
         assert_eq!(
             FAULTY.prepared.load(std::sync::atomic::Ordering::Relaxed),
             2
+        );
+    }
+
+    #[test]
+    fn tree_cells_record_their_pools_timespan() {
+        static FAULTY: Faulty = Faulty {
+            prepared: std::sync::atomic::AtomicUsize::new(0),
+        };
+        let plan = SweepPlan {
+            kernels: vec![&FAULTY],
+            schedulers: vec![ExecutorKind::Tree, ExecutorKind::Guided],
+            threads: vec![1, 2],
+            runs: 2,
+            warmup: 0,
+            pin: PinPolicy::None,
+            params: Params::new(),
+        };
+        let mut report = Report::new("sweep", &LABELS);
+        let mut recorder = Recorder {
+            runs: 0,
+            finished: 0,
+        };
+        run_sweep(&plan, &mut report, &mut recorder).unwrap();
+        let timespans = |scheduler: &str, threads: &str| {
+            let cell = report.cells.iter().find(|c| {
+                c.labels
+                    .iter()
+                    .any(|(k, v)| k == "scheduler" && v == scheduler)
+                    && c.labels.iter().any(|(k, v)| k == "threads" && v == threads)
+            });
+            let metric = cell.unwrap().metrics.iter().find(|m| m.name == "timespan");
+            metric.map(|m| m.values.clone())
+        };
+        let tree = timespans("tree", "2").expect("a 2-thread tree cell records its timespan");
+        assert!(
+            tree.len() == 2 && tree.iter().all(|&us| us >= 10.0),
+            "{tree:?}"
+        );
+        assert_eq!(timespans("guided", "2"), None, "guided waits no timespan");
+        assert_eq!(
+            timespans("tree", "1"),
+            None,
+            "a one-thread pool runs inline"
         );
     }
 

@@ -105,6 +105,21 @@ pub trait Executor: Send + Sync {
     fn sched_time_probe(&self) -> Option<Vec<std::time::Duration>> {
         None
     }
+    /// The tree strategy's timespan, if this executor's strategy waits one before it offers
+    /// balancing tasks (a pool's is calibrated when the pool is built, so it can differ from one
+    /// executor to the next); `None` for every other executor and for a one-thread pool.
+    ///
+    /// ```
+    /// use parbench_kernels::{Executor, ExecutorKind, PinPolicy, SchedulerExecutor};
+    /// let tree = SchedulerExecutor::new(ExecutorKind::Tree, 2, PinPolicy::None)?;
+    /// assert!(tree.timespan().is_some_and(|t| t > std::time::Duration::ZERO));
+    /// let guided = SchedulerExecutor::new(ExecutorKind::Guided, 2, PinPolicy::None)?;
+    /// assert_eq!(guided.timespan(), None);
+    /// # Ok::<(), parbench_kernels::ExecutorError>(())
+    /// ```
+    fn timespan(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// This executor as [`Any`], so that [`par_chunks_mut`] can reach its native slice API.
     /// `None` (the default, for executors defined elsewhere) makes `par_chunks_mut` run through
     /// [`Executor::for_chunks`] instead.

@@ -12,7 +12,9 @@ use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use parbench_scheduler::{BuildError, Pinning, Strategy, ThreadPool, ThreadPoolBuilder};
+use parbench_scheduler::{
+    BuildError, Pinning, Strategy, ThreadPool, ThreadPoolBuilder, TreeTimespan,
+};
 
 use super::{Executor, ExecutorError, ExecutorKind, PinPolicy};
 
@@ -161,6 +163,21 @@ impl Executor for SchedulerExecutor {
         {
             Some(error) => Err(error),
             None => Ok(()),
+        }
+    }
+
+    fn timespan(&self) -> Option<Duration> {
+        if self.pool.num_threads() == 1 {
+            // A one-thread pool runs every call inline: no timespan is waited.
+            return None;
+        }
+        match &self.strategy {
+            Strategy::Tree(config) => match config.timespan {
+                TreeTimespan::Pool => Some(self.pool.timespan()),
+                TreeTimespan::Fixed(duration) => Some(duration),
+                TreeTimespan::Disabled => None,
+            },
+            _ => None,
         }
     }
 

@@ -262,10 +262,10 @@ impl Body<'_> {
 pub(crate) struct LoopCall<'a> {
     body: Body<'a>,
     stop: AtomicBool,
-    /// Some thread of the call ran out of work of its own (tree: from then on the last
-    /// iterations of a piece are offered below the grain; see `tree::run_piece`). Set once, read
-    /// between a thread's last steps; never reset during the call.
-    out_of_work: AtomicBool,
+    /// The threads of the call that ran out of work of its own and have not started another of
+    /// its pieces since, one bit per thread ([`idle_bit`]; tree: while any is set, the last
+    /// iterations of a piece are offered below the grain; see `tree::run_piece`).
+    out_of_work: AtomicUsize,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
     /// How many threads take part (slot 0 is the caller).
     pub(crate) slots: usize,
@@ -280,7 +280,7 @@ impl<'a> LoopCall<'a> {
         LoopCall {
             body,
             stop: AtomicBool::new(false),
-            out_of_work: AtomicBool::new(false),
+            out_of_work: AtomicUsize::new(0),
             panic: Mutex::new(None),
             slots: participants.slots,
             participants,
@@ -299,22 +299,35 @@ impl<'a> LoopCall<'a> {
         self.stop.load(Ordering::Relaxed)
     }
 
-    /// Records that a thread of the call has no work of its own left (it is about to look for
+    /// Records that the calling thread has no work of this call left (it is about to look for
     /// some elsewhere).
     #[inline]
-    pub(crate) fn note_out_of_work(&self) {
+    pub(crate) fn note_out_of_work(&self, ctx: &WorkerCtx<'_>) {
+        let bit = idle_bit(ctx);
         // Relaxed: a hint for the other threads' splitting decisions; nothing is published
-        // through it. Checked first so that the flag's line is written once per call.
-        if !self.out_of_work.load(Ordering::Relaxed) {
-            self.out_of_work.store(true, Ordering::Relaxed);
+        // through it. Checked first so that the line is written only when the bit changes.
+        if self.out_of_work.load(Ordering::Relaxed) & bit == 0 {
+            self.out_of_work.fetch_or(bit, Ordering::Relaxed);
         }
     }
 
-    /// Whether a thread of the call has run out of work of its own (see `note_out_of_work`).
+    /// Records that the calling thread starts a piece of this call: if it had run out of work,
+    /// it has found some (a stolen piece).
+    #[inline]
+    pub(crate) fn note_working(&self, ctx: &WorkerCtx<'_>) {
+        let bit = idle_bit(ctx);
+        // Relaxed: a hint only (see `note_out_of_work`).
+        if self.out_of_work.load(Ordering::Relaxed) & bit != 0 {
+            self.out_of_work.fetch_and(!bit, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a thread of the call has run out of its work and not found more of it yet (see
+    /// `note_out_of_work`).
     #[inline]
     pub(crate) fn someone_is_out_of_work(&self) -> bool {
         // Relaxed: a hint only (see `note_out_of_work`).
-        self.out_of_work.load(Ordering::Relaxed)
+        self.out_of_work.load(Ordering::Relaxed) != 0
     }
 
     /// Runs iterations `range`; returns `false` if the call is stopped.
@@ -410,6 +423,19 @@ impl Participants {
             (slot - 1) % active
         };
         self.first_active + offset
+    }
+}
+
+/// The calling thread's bit in [`LoopCall`]'s out-of-work mask: worker `i` has bit `i mod B`,
+/// every outside caller bit `B`, where `B = usize::BITS - 1`. In pools of more than `B` workers
+/// two threads can share a bit, so one that finds work can clear the mark of another that is
+/// still idle; the mark is only a hint (that thread then gets pieces of at least two grains, as
+/// before anyone ran out of work).
+fn idle_bit(ctx: &WorkerCtx<'_>) -> usize {
+    let guest_bit = usize::BITS as usize - 1;
+    match ctx.slot {
+        Slot::Worker(index) => 1 << (index % guest_bit),
+        Slot::Guest(_) => 1 << guest_bit,
     }
 }
 
@@ -590,4 +616,47 @@ pub(crate) fn on_every_slot<'a>(
     work(call, 0);
     // SAFETY: the caller's own count, released once.
     unsafe { root.complete() };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::with_current_ctx;
+
+    /// The out-of-work mark is per thread: a thread that starts another piece clears its own
+    /// mark only, and a call has someone out of work while any thread's mark is set.
+    #[test]
+    fn out_of_work_marks_are_per_thread_and_cleared_by_new_work() {
+        let pool = crate::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let body = |_: usize| {};
+        pool.registry().in_context(|guest| {
+            let call = LoopCall::new(guest, Body::Index(&body));
+            assert!(!call.someone_is_out_of_work());
+            call.note_out_of_work(guest);
+            assert!(call.someone_is_out_of_work());
+            // Each worker in turn: worker 0 runs out of work, then worker 1 starts a piece.
+            let on_worker = |index: usize, out: bool| {
+                pool.broadcast(|worker| {
+                    if worker.index() == index {
+                        with_current_ctx(|ctx| match out {
+                            true => call.note_out_of_work(ctx),
+                            false => call.note_working(ctx),
+                        });
+                    }
+                });
+            };
+            on_worker(0, true);
+            call.note_working(guest);
+            on_worker(1, false);
+            assert!(
+                call.someone_is_out_of_work(),
+                "worker 0 is still out of work"
+            );
+            on_worker(0, false);
+            assert!(!call.someone_is_out_of_work());
+        });
+    }
 }
