@@ -30,8 +30,11 @@
 //!    when a participant starts late (a worker woken late runs its share past the caller's end).
 //!    Once the idle thread has stolen a piece it is busy again and the small offers stop: on an
 //!    irregular loop, whose first thread to finish its share steals early, they would otherwise
-//!    go on for the rest of the call (spmv-triangle: tree / guided 1.030 → 1.019, medians over 10
-//!    processes each, alternating).
+//!    go on for the rest of the call, each a task made and taken back. In a harness of
+//!    spmv-triangle's loop (300 calls per process, processes alternating with the sticky rule)
+//!    tree / guided went from 1.030 to 1.019 and from 1.028 to 1.024 (10 and 12 pairs); in
+//!    default sweeps the difference is inside the noise (paired new / old 0.977 and 1.049 in two
+//!    sets of 16 and 12 processes).
 //!
 //! This is how an *outermost* call of more than `small_per_thread · P` iterations runs. A call
 //! made from inside the pool (a loop body, a task), and a smaller outermost one, runs by lazy
