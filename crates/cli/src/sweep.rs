@@ -529,17 +529,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn failing_cells_are_recorded_and_the_sweep_goes_on() {
-        static FAULTY: Faulty = Faulty {
-            prepared: std::sync::atomic::AtomicUsize::new(0),
-        };
+    /// Sweeps `kernel` on `schedulers` × `threads`, `runs` timed runs after `warmup` per cell;
+    /// returns the plan, the report and what the observer saw.
+    fn sweep_of(
+        kernel: &'static Faulty,
+        schedulers: Vec<ExecutorKind>,
+        threads: Vec<usize>,
+        (runs, warmup): (usize, usize),
+    ) -> (SweepPlan, Report, Recorder) {
         let plan = SweepPlan {
-            kernels: vec![&FAULTY],
-            schedulers: vec![ExecutorKind::Spawn, ExecutorKind::Rayon, ExecutorKind::Seq],
-            threads: vec![2],
-            runs: 3,
-            warmup: 1,
+            kernels: vec![kernel],
+            schedulers,
+            threads,
+            runs,
+            warmup,
             pin: PinPolicy::None,
             params: Params::new(),
         };
@@ -549,6 +552,16 @@ mod tests {
             finished: 0,
         };
         run_sweep(&plan, &mut report, &mut recorder).unwrap();
+        (plan, report, recorder)
+    }
+
+    #[test]
+    fn failing_cells_are_recorded_and_the_sweep_goes_on() {
+        static FAULTY: Faulty = Faulty {
+            prepared: std::sync::atomic::AtomicUsize::new(0),
+        };
+        let schedulers = vec![ExecutorKind::Spawn, ExecutorKind::Rayon, ExecutorKind::Seq];
+        let (plan, report, recorder) = sweep_of(&FAULTY, schedulers, vec![2], (3, 1));
         assert_eq!(recorder.finished, 3);
         assert_eq!(
             recorder.runs,
@@ -582,21 +595,8 @@ mod tests {
         static FAULTY: Faulty = Faulty {
             prepared: std::sync::atomic::AtomicUsize::new(0),
         };
-        let plan = SweepPlan {
-            kernels: vec![&FAULTY],
-            schedulers: vec![ExecutorKind::Tree, ExecutorKind::Guided],
-            threads: vec![1, 2],
-            runs: 2,
-            warmup: 0,
-            pin: PinPolicy::None,
-            params: Params::new(),
-        };
-        let mut report = Report::new("sweep", &LABELS);
-        let mut recorder = Recorder {
-            runs: 0,
-            finished: 0,
-        };
-        run_sweep(&plan, &mut report, &mut recorder).unwrap();
+        let schedulers = vec![ExecutorKind::Tree, ExecutorKind::Guided];
+        let (_, report, _) = sweep_of(&FAULTY, schedulers, vec![1, 2], (2, 0));
         let timespans = |scheduler: &str, threads: &str| {
             let cell = report.cells.iter().find(|c| {
                 c.labels
