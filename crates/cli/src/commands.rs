@@ -133,6 +133,7 @@ pub fn plan_from_args(args: &SweepArgs) -> Result<SweepPlan, CliError> {
             PinArg::Compact => PinPolicy::Compact,
         },
         params,
+        interleave: args.interleave,
     })
 }
 
@@ -409,6 +410,7 @@ fn sweep_metadata(
     settings.insert("runs".to_owned(), plan.runs.to_string());
     settings.insert("warmup".to_owned(), plan.warmup.to_string());
     settings.insert("rounds".to_owned(), rounds.to_string());
+    settings.insert("interleave".to_owned(), plan.blocks().to_string());
     settings.insert("seed".to_owned(), seed.to_string());
     for (round, order) in orders.iter().enumerate() {
         // Cell indices in the plan's canonical order (kernels, threads, schedulers).
@@ -437,9 +439,13 @@ fn sweep_metadata(
 /// The plan in a few lines for stderr.
 fn describe_plan(plan: &SweepPlan, rounds: usize, seed: u64) -> String {
     let join = |names: Vec<String>| names.join(", ");
+    let blocks = match plan.blocks() {
+        1 => String::new(),
+        blocks => format!(", the schedulers of a kernel taking turns in {blocks} blocks"),
+    };
     format!(
         "sweep: {} cells = {} kernels × {} schedulers × {} thread counts; {rounds} rounds \
-         (processes, shuffled order, seed {seed}) of {} warm-up + {} timed runs each\n  \
+         (processes, shuffled order, seed {seed}) of {} warm-up + {} timed runs each{blocks}\n  \
          kernels:    {}\n  schedulers: {}\n  threads:    {}",
         plan.cell_count(),
         plan.kernels.len(),

@@ -47,6 +47,7 @@ pub const PROGRESS_PREFIX: &str = "parbench-progress:";
 ///     threads: vec![1, 2],
 ///     runs: 3, warmup: 1, pin: PinPolicy::None,
 ///     params: Params::new().with("n", "4096"),
+///     interleave: 1,
 /// };
 /// let request = RoundRequest::new(&plan, 0, vec![3, 1, 0, 2]);
 /// let back = request.plan()?;
@@ -69,6 +70,9 @@ pub struct RoundRequest {
     pub pin: String,
     /// Kernel parameters that were given, `(name, value)`.
     pub params: Vec<(String, String)>,
+    /// Blocks per cell ([`SweepPlan::interleave`]); 1 in requests that do not say.
+    #[serde(default = "one")]
+    pub interleave: usize,
     /// Which round this is (0-based).
     pub round: usize,
     /// Cell indices ([`SweepPlan::cell_at`]) in measurement order.
@@ -94,6 +98,7 @@ impl RoundRequest {
                 .iter()
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .collect(),
+            interleave: plan.interleave,
             round,
             order,
         }
@@ -128,8 +133,13 @@ impl RoundRequest {
                 other => return Err(CliError::Usage(format!("unknown pinning `{other}`"))),
             },
             params,
+            interleave: self.interleave,
         })
     }
+}
+
+fn one() -> usize {
+    1
 }
 
 /// The name `--pin` gives `pin`.
@@ -358,6 +368,7 @@ mod tests {
             warmup: 0,
             pin: PinPolicy::None,
             params: Params::new(),
+            interleave: 1,
         }
     }
 
@@ -431,12 +442,19 @@ mod tests {
         let mut p = plan();
         p.params = Params::new().with("n", "100");
         p.pin = PinPolicy::Compact;
+        p.interleave = 4;
         let request = RoundRequest::new(&p, 2, vec![1, 0]);
         let text = serde_json::to_string(&request).unwrap();
         let back: RoundRequest = serde_json::from_str(&text).unwrap();
         assert_eq!(back, request);
         let plan = back.plan().unwrap();
         assert_eq!((plan.pin, plan.params), (PinPolicy::Compact, p.params));
+        assert_eq!(plan.interleave, 4);
+        // A request that does not say measures each cell's runs back to back.
+        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        json.as_object_mut().unwrap().remove("interleave");
+        let older: RoundRequest = serde_json::from_value(json).unwrap();
+        assert_eq!(older.plan().unwrap().interleave, 1);
         let mut bad = request;
         bad.pin = "sideways".into();
         assert!(bad.plan().is_err());

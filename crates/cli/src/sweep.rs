@@ -3,10 +3,16 @@
 //! Order matters for fairness and cost. A kernel's input is prepared once per thread count (some
 //! default sizes scale with it) and then run on every scheduler, so every scheduler times the same
 //! data; each cell builds its own executor (its own pool), does `warmup` untimed runs and then
-//! `runs` timed ones, and drops the pool before the next cell. Every executor's drop returns only
+//! `runs` timed ones, and drops the pool after its last run. Every executor's drop returns only
 //! once its worker threads have exited (rayon's included), so no idle or spinning worker of one
 //! cell competes with the next. `sweep --rounds` ([`crate::rounds`]) runs the cells of each round
 //! in a shuffled order ([`run_cells`]) in a fresh process.
+//!
+//! Interleaving ([`SweepPlan::interleave`], `sweep --interleave B`, 5 by default): the schedulers
+//! of one kernel and thread count take turns in blocks of a few runs, so a machine whose speed
+//! drifts within a process slows all of them alike instead of whichever cell ran during the slow
+//! spell. Their pools then live side by side, each parked (after a pause longer than any pool's
+//! idle spin) while another one runs.
 //!
 //! A cell that fails — the executor cannot be built, the OS refuses a thread to `spawn`, the
 //! kernel computes a wrong result, or even panics — is recorded as that cell's error and the sweep
@@ -51,6 +57,7 @@ pub const LABELS: [&str; 3] = ["kernel", "scheduler", "threads"];
 ///     warmup: 2,
 ///     pin: PinPolicy::None,
 ///     params: Params::new(),
+///     interleave: 1,
 /// };
 /// assert_eq!(plan.cell_count(), 8);
 /// assert_eq!(plan.total_runs(), 8 * 12);
@@ -71,6 +78,19 @@ pub struct SweepPlan {
     pub pin: PinPolicy,
     /// Kernel parameters (each kernel reads the ones it declares).
     pub params: Params,
+    /// Blocks per cell; 1 measures each cell's runs back to back, on a pool built for the cell
+    /// and dropped after it.
+    ///
+    /// With `B > 1` the schedulers of one kernel and thread count take turns: each cell's timed
+    /// runs are split into `B` blocks of nearly equal size, and block by block every scheduler
+    /// runs its share, in an order that rotates by one scheduler per block, pausing
+    /// [`INTERLEAVE_PAUSE`] after each block. A cell's first block starts with its `warmup`
+    /// runs, every later one with one untimed run (none with `warmup` 0) that wakes its pool.
+    /// The set's pools live until their last block. On a machine whose speed drifts within a
+    /// process, every scheduler then samples the same stretches of time, so their ratios stop
+    /// depending on which one happened to run during a slow spell. More blocks than runs
+    /// count as one block per run.
+    pub interleave: usize,
 }
 
 impl SweepPlan {
@@ -90,6 +110,7 @@ impl SweepPlan {
     ///     schedulers: vec![ExecutorKind::Tree, ExecutorKind::Seq],
     ///     threads: vec![1, 2],
     ///     runs: 1, warmup: 0, pin: PinPolicy::None, params: Params::new(),
+    ///     interleave: 1,
     /// };
     /// assert_eq!(plan.cell_at(0), Some((0, 1, ExecutorKind::Tree)));
     /// assert_eq!(plan.cell_at(3), Some((0, 2, ExecutorKind::Seq)));
@@ -111,7 +132,57 @@ impl SweepPlan {
 
     /// Number of kernel runs, warm-up included.
     pub fn total_runs(&self) -> u64 {
-        (self.cell_count() * (self.runs + self.warmup)) as u64
+        self.cell_count() as u64 * self.runs_per_cell()
+    }
+
+    /// Blocks per cell: [`SweepPlan::interleave`], at least 1 and at most one per timed run.
+    pub fn blocks(&self) -> usize {
+        self.interleave.clamp(1, self.runs.max(1))
+    }
+
+    /// Runs of one cell, warm-up and the untimed run that starts each later block included.
+    ///
+    /// ```
+    /// use parbench_cli::sweep::SweepPlan;
+    /// use parbench_kernels::{ExecutorKind, Params, PinPolicy};
+    /// let plan = SweepPlan {
+    ///     kernels: vec![], schedulers: vec![ExecutorKind::Seq], threads: vec![1],
+    ///     runs: 10, warmup: 3, pin: PinPolicy::None, params: Params::new(), interleave: 4,
+    /// };
+    /// assert_eq!(plan.runs_per_cell(), 3 + 10 + 3);
+    /// assert_eq!(SweepPlan { interleave: 1, ..plan.clone() }.runs_per_cell(), 13);
+    /// assert_eq!(SweepPlan { warmup: 0, ..plan }.runs_per_cell(), 10);
+    /// ```
+    pub fn runs_per_cell(&self) -> u64 {
+        (0..self.blocks())
+            .map(|block| {
+                let (untimed, timed) = self.block_runs(block);
+                (untimed + timed) as u64
+            })
+            .sum()
+    }
+
+    /// The untimed and the timed runs of block `block` of a cell.
+    ///
+    /// ```
+    /// use parbench_cli::sweep::SweepPlan;
+    /// use parbench_kernels::{ExecutorKind, Params, PinPolicy};
+    /// let plan = SweepPlan {
+    ///     kernels: vec![], schedulers: vec![ExecutorKind::Seq], threads: vec![1],
+    ///     runs: 10, warmup: 3, pin: PinPolicy::None, params: Params::new(), interleave: 4,
+    /// };
+    /// let blocks: Vec<_> = (0..4).map(|b| plan.block_runs(b)).collect();
+    /// assert_eq!(blocks, [(3, 2), (1, 3), (1, 2), (1, 3)]);
+    /// ```
+    pub fn block_runs(&self, block: usize) -> (usize, usize) {
+        let blocks = self.blocks();
+        let timed = self.runs * (block + 1) / blocks - self.runs * block / blocks;
+        let untimed = if block == 0 {
+            self.warmup
+        } else {
+            self.warmup.min(1)
+        };
+        (untimed, timed)
     }
 }
 
@@ -158,6 +229,7 @@ pub enum SweepError {
 ///     warmup: 0,
 ///     pin: PinPolicy::None,
 ///     params: Params::new().with("n", "4096"),
+///     interleave: 1,
 /// };
 /// let mut report = Report::new("sweep", &LABELS);
 /// run_sweep(&plan, &mut report, &mut Silent)?;
@@ -182,7 +254,10 @@ pub fn run_sweep(
 /// that order, appending to `report.cells`; a round of `sweep --rounds` runs the cells shuffled.
 ///
 /// A kernel's input is prepared once per thread count, the first time a cell needs it, and kept
-/// for the round, so every scheduler times the same data whatever the order.
+/// for the round, so every scheduler times the same data whatever the order. With
+/// [`SweepPlan::interleave`] above 1 the cells of one kernel and thread count are measured
+/// together, block by block (see [`SweepPlan::interleave`]), in the order in which `order` first
+/// names each such group and, within it, each scheduler.
 ///
 /// # Errors
 /// As [`run_sweep`]; an index past the plan is skipped.
@@ -193,93 +268,200 @@ pub fn run_cells(
     observer: &mut dyn SweepObserver,
 ) -> Result<(), SweepError> {
     let mut inputs: HashMap<(usize, usize), Box<dyn PreparedKernel>> = HashMap::new();
+    for (input, kinds) in turns(plan, order) {
+        measure_together(plan, input, &kinds, &mut inputs, report, observer)?;
+    }
+    Ok(())
+}
+
+/// The cells of `order` as the sets that are measured together: one cell at a time without
+/// interleaving, else each kernel and thread count's cells as one set. Each set is
+/// `((kernel index, threads), schedulers)`.
+fn turns(plan: &SweepPlan, order: &[usize]) -> Vec<((usize, usize), Vec<ExecutorKind>)> {
+    let mut sets: Vec<((usize, usize), Vec<ExecutorKind>)> = Vec::new();
     for &index in order {
         let Some((kernel_index, threads, kind)) = plan.cell_at(index) else {
             continue;
         };
-        let kernel = plan.kernels[kernel_index];
-        let prepared = match inputs.entry((kernel_index, threads)) {
-            Entry::Occupied(entry) => entry.into_mut(),
-            Entry::Vacant(entry) => entry.insert(kernel.prepare(&plan.params, threads)?),
-        };
-        let threads_text = threads.to_string();
-        let labels = [
-            ("kernel", kernel.name()),
-            ("scheduler", kind.name()),
-            ("threads", threads_text.as_str()),
-        ];
-        observer.cell_started(&format!("{} / {} / {threads}", kernel.name(), kind));
-        let measured = measure_cell(plan, prepared.as_mut(), kind, threads, &labels, observer);
-        report.cells.push(measured.cell);
-        assign_relatives(&mut report.cells);
-        observer.cell_finished(report)?;
-        if measured.panicked {
-            // The next cell of this input prepares it afresh.
-            inputs.remove(&(kernel_index, threads));
+        let input = (kernel_index, threads);
+        match sets
+            .iter_mut()
+            .find(|(key, _)| plan.interleave > 1 && *key == input)
+        {
+            Some((_, kinds)) => kinds.push(kind),
+            None => sets.push((input, vec![kind])),
+        }
+    }
+    sets
+}
+
+/// Measures the cells of `kinds` on the input `(kernel index, threads)` in blocks: in block `b`
+/// every unfinished cell runs its share of the timed runs, starting with the `b`-th of them, so
+/// the order rotates and no scheduler always follows the same neighbour.
+fn measure_together(
+    plan: &SweepPlan,
+    (kernel_index, threads): (usize, usize),
+    kinds: &[ExecutorKind],
+    inputs: &mut HashMap<(usize, usize), Box<dyn PreparedKernel>>,
+    report: &mut Report,
+    observer: &mut dyn SweepObserver,
+) -> Result<(), SweepError> {
+    let kernel = plan.kernels[kernel_index];
+    let mut cells: Vec<CellRun> = kinds
+        .iter()
+        .map(|&kind| CellRun::new(plan, kernel.name(), kind, threads))
+        .collect();
+    let blocks = plan.blocks();
+    for block in 0..blocks {
+        for turn in 0..cells.len() {
+            let cell = &mut cells[(turn + block) % kinds.len()];
+            if cell.is_finished() {
+                continue;
+            }
+            let prepared = match inputs.entry((kernel_index, threads)) {
+                Entry::Occupied(entry) => entry.into_mut(),
+                Entry::Vacant(entry) => entry.insert(kernel.prepare(&plan.params, threads)?),
+            };
+            let name = format!("{} / {} / {threads}", kernel.name(), cell.kind);
+            if blocks > 1 {
+                observer.cell_started(&format!("{name} (block {}/{blocks})", block + 1));
+            } else {
+                observer.cell_started(&name);
+            }
+            if cell.run_block(plan, prepared.as_mut(), block, observer) {
+                // The next block on this input prepares it afresh.
+                inputs.remove(&(kernel_index, threads));
+            }
+            if let Some(finished) = cell.take_finished() {
+                report.cells.push(finished);
+                assign_relatives(&mut report.cells);
+                observer.cell_finished(report)?;
+            }
+            if blocks > 1 {
+                // The pool just measured stops spinning and parks before the next one runs.
+                std::thread::sleep(INTERLEAVE_PAUSE);
+            }
         }
     }
     Ok(())
 }
 
-/// A measured cell, and whether the kernel panicked (its prepared state is then suspect).
-struct MeasuredCell {
-    cell: Cell,
-    panicked: bool,
-}
+/// The pause after each block of an interleaved sweep: longer than the idle spin of this
+/// crate's pools (200 µs by default) and of rayon's, so that the pool measured next competes
+/// with no spinning neighbour.
+pub const INTERLEAVE_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
 
-/// Warm-up and timed runs of one cell on a fresh executor.
-fn measure_cell(
-    plan: &SweepPlan,
-    prepared: &mut dyn PreparedKernel,
+/// One cell while it is being measured: its executor lives from the cell's first block to its
+/// last, so an interleaved sweep keeps one pool per scheduler of the set (parked between its
+/// blocks) and calibrates each only once.
+struct CellRun {
     kind: ExecutorKind,
     threads: usize,
-    labels: &[(&str, &str)],
-    observer: &mut dyn SweepObserver,
-) -> MeasuredCell {
-    let total = (plan.warmup + plan.runs) as u64;
-    let executor: Box<dyn Executor> = match kind.build(threads, plan.pin) {
-        Ok(executor) => executor,
-        Err(error) => {
-            observer.runs_done(total);
-            return MeasuredCell {
-                cell: Cell::failed(labels, error.to_string()),
-                panicked: false,
-            };
-        }
-    };
-    let mut cell = Cell::measured(labels, Vec::with_capacity(plan.runs));
-    for run in 0..plan.warmup + plan.runs {
-        let (created_before, usage_before) = (executor.threads_created(), ProcessUsage::now());
-        match run_guarded(prepared, executor.as_ref()) {
-            Ok(outcome) => {
-                if run >= plan.warmup {
-                    cell.samples_s.push(outcome.elapsed.as_secs_f64());
-                    for metric in outcome.metrics {
-                        record_metric(&mut cell.metrics, metric);
-                    }
-                    record_os_metrics(
-                        &mut cell.metrics,
-                        executor.as_ref(),
-                        created_before,
-                        usage_before,
-                    );
-                }
-                observer.runs_done(1);
-            }
-            Err(failure) => {
-                observer.runs_done(total - run as u64);
-                cell.error = Some(failure.message);
-                return MeasuredCell {
-                    cell,
-                    panicked: failure.panicked,
-                };
-            }
+    executor: Option<Box<dyn Executor>>,
+    /// `None` once handed to the report.
+    cell: Option<Cell>,
+    /// Runs (warm-up included) not yet done or given up.
+    runs_left: u64,
+    finished: bool,
+}
+
+impl CellRun {
+    fn new(plan: &SweepPlan, kernel: &str, kind: ExecutorKind, threads: usize) -> CellRun {
+        let threads_text = threads.to_string();
+        let labels = [
+            ("kernel", kernel),
+            ("scheduler", kind.name()),
+            ("threads", threads_text.as_str()),
+        ];
+        CellRun {
+            kind,
+            threads,
+            executor: None,
+            cell: Some(Cell::measured(&labels, Vec::with_capacity(plan.runs))),
+            runs_left: plan.runs_per_cell(),
+            finished: false,
         }
     }
-    cell.summary = Summary::from_samples(&cell.samples_s);
-    MeasuredCell {
-        cell,
-        panicked: false,
+
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The measured (or failed) cell, once, after its last block.
+    fn take_finished(&mut self) -> Option<Cell> {
+        if self.finished {
+            self.cell.take()
+        } else {
+            None
+        }
+    }
+
+    /// Ends the cell with `error`; the runs it will not do count as done for the progress.
+    fn fail(&mut self, error: String, observer: &mut dyn SweepObserver) {
+        observer.runs_done(self.runs_left);
+        self.runs_left = 0;
+        self.executor = None;
+        self.finished = true;
+        if let Some(cell) = &mut self.cell {
+            cell.error = Some(error);
+            cell.summary = None;
+        }
+    }
+
+    /// Block `block` of the cell: its untimed runs, then its share of the timed ones (see
+    /// [`SweepPlan::interleave`]). Returns whether the kernel panicked.
+    fn run_block(
+        &mut self,
+        plan: &SweepPlan,
+        prepared: &mut dyn PreparedKernel,
+        block: usize,
+        observer: &mut dyn SweepObserver,
+    ) -> bool {
+        if self.executor.is_none() {
+            match self.kind.build(self.threads, plan.pin) {
+                Ok(executor) => self.executor = Some(executor),
+                Err(error) => {
+                    self.fail(error.to_string(), observer);
+                    return false;
+                }
+            }
+        }
+        let (untimed, timed) = plan.block_runs(block);
+        for run in 0..untimed + timed {
+            let executor = self.executor.as_deref().expect("built above");
+            let (created_before, usage_before) = (executor.threads_created(), ProcessUsage::now());
+            match run_guarded(prepared, executor) {
+                Ok(outcome) => {
+                    if run >= untimed {
+                        let cell = self.cell.as_mut().expect("not finished");
+                        cell.samples_s.push(outcome.elapsed.as_secs_f64());
+                        for metric in outcome.metrics {
+                            record_metric(&mut cell.metrics, metric);
+                        }
+                        record_os_metrics(
+                            &mut cell.metrics,
+                            executor,
+                            created_before,
+                            usage_before,
+                        );
+                    }
+                    self.runs_left -= 1;
+                    observer.runs_done(1);
+                }
+                Err(failure) => {
+                    self.fail(failure.message, observer);
+                    return failure.panicked;
+                }
+            }
+        }
+        if block + 1 == plan.blocks() {
+            self.executor = None;
+            self.finished = true;
+            if let Some(cell) = &mut self.cell {
+                cell.summary = Summary::from_samples(&cell.samples_s);
+            }
+        }
+        false
     }
 }
 
@@ -545,6 +727,7 @@ mod tests {
             warmup,
             pin: PinPolicy::None,
             params: Params::new(),
+            interleave: 1,
         };
         let mut report = Report::new("sweep", &LABELS);
         let mut recorder = Recorder {
@@ -620,6 +803,124 @@ mod tests {
         );
     }
 
+    /// A kernel that records in [`RAN_ON`], run by run, which executor ran it.
+    struct Recording;
+
+    static RAN_ON: std::sync::Mutex<Vec<ExecutorKind>> = std::sync::Mutex::new(Vec::new());
+
+    impl Kernel for Recording {
+        fn name(&self) -> &'static str {
+            "recording"
+        }
+        fn description(&self) -> &'static str {
+            "records the order of its runs"
+        }
+        fn params(&self) -> &'static [parbench_kernels::ParamSpec] {
+            &[]
+        }
+        fn is_default_suite(&self) -> bool {
+            false
+        }
+        fn prepare(&self, _: &Params, _: usize) -> Result<Box<dyn PreparedKernel>, KernelError> {
+            Ok(Box::new(RecordingRun))
+        }
+    }
+
+    struct RecordingRun;
+
+    impl PreparedKernel for RecordingRun {
+        fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
+            RAN_ON.lock().unwrap().push(exec.kind());
+            Ok(RunReport {
+                elapsed: std::time::Duration::from_micros(5),
+                metrics: Vec::new(),
+            })
+        }
+    }
+
+    #[test]
+    fn interleaved_cells_take_turns_block_by_block() {
+        static RECORDING: Recording = Recording;
+        let plan = SweepPlan {
+            kernels: vec![&RECORDING],
+            schedulers: vec![ExecutorKind::Tree, ExecutorKind::Guided],
+            threads: vec![2],
+            runs: 5,
+            warmup: 2,
+            pin: PinPolicy::None,
+            params: Params::new(),
+            interleave: 2,
+        };
+        let mut report = Report::new("sweep", &LABELS);
+        let mut recorder = Recorder {
+            runs: 0,
+            finished: 0,
+        };
+        run_sweep(&plan, &mut report, &mut recorder).unwrap();
+        use ExecutorKind::{Guided, Tree};
+        // Block 1: 2 warm-up + 2 timed runs each; block 2, rotated: 1 untimed + 3 timed.
+        let expected = [[Tree; 4], [Guided; 4], [Guided; 4], [Tree; 4]].concat();
+        assert_eq!(*RAN_ON.lock().unwrap(), expected);
+        assert_eq!(recorder.runs, plan.total_runs());
+        assert_eq!(plan.total_runs(), expected.len() as u64);
+        assert_eq!(recorder.finished, 2);
+        for cell in &report.cells {
+            assert_eq!(cell.samples_s.len(), 5, "every timed run is kept once");
+            assert!(cell.summary.is_some() && cell.relative.is_none());
+        }
+    }
+
+    #[test]
+    fn interleaved_failures_end_only_their_own_cell() {
+        static FAULTY: Faulty = Faulty {
+            prepared: std::sync::atomic::AtomicUsize::new(0),
+        };
+        let plan = SweepPlan {
+            kernels: vec![&FAULTY],
+            schedulers: vec![ExecutorKind::Spawn, ExecutorKind::Rayon, ExecutorKind::Seq],
+            threads: vec![2],
+            runs: 6,
+            warmup: 1,
+            pin: PinPolicy::None,
+            params: Params::new(),
+            interleave: 3,
+        };
+        let mut report = Report::new("sweep", &LABELS);
+        let mut recorder = Recorder {
+            runs: 0,
+            finished: 0,
+        };
+        run_sweep(&plan, &mut report, &mut recorder).unwrap();
+        assert_eq!(
+            recorder.runs,
+            plan.total_runs(),
+            "given-up runs count as done"
+        );
+        let cell = |scheduler: &str| {
+            let found = report
+                .cells
+                .iter()
+                .find(|c| c.label("scheduler") == Some(scheduler));
+            found.expect("every cell is reported")
+        };
+        assert!(cell("spawn").error.as_deref().unwrap().contains("panicked"));
+        assert!(
+            cell("rayon")
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("sum is 41")
+        );
+        let seq = cell("seq");
+        assert_eq!(seq.samples_s.len(), 6);
+        assert!(seq.error.is_none() && seq.summary.is_some());
+        // Prepared once, and once more after the panic; the failed cells get no later block.
+        assert_eq!(
+            FAULTY.prepared.load(std::sync::atomic::Ordering::Relaxed),
+            2
+        );
+    }
+
     #[test]
     fn plan_counts_cells_and_runs() {
         let plan = SweepPlan {
@@ -630,6 +931,7 @@ mod tests {
             warmup: 1,
             pin: PinPolicy::None,
             params: Params::new(),
+            interleave: 1,
         };
         assert_eq!((plan.cell_count(), plan.total_runs()), (0, 0));
         let plan = SweepPlan {

@@ -155,6 +155,22 @@ fn rounds_run_in_seeded_shuffled_orders_that_are_recorded() {
 }
 
 #[test]
+fn interleaved_rounds_keep_every_sample_and_record_the_blocks() {
+    let path = scratch("interleave.json");
+    let output = tiny(&["--interleave", "2", "-o", path.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: Report = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    let interleave = report.metadata.settings.get("interleave");
+    assert_eq!(interleave.map(String::as_str), Some("2"));
+    assert_eq!(report.cells.len(), 4);
+    for cell in &report.cells {
+        assert!(cell.error.is_none(), "{:?}", cell.error);
+        assert_eq!(cell.samples_s.len(), 4, "2 rounds × 2 runs");
+        assert_eq!(cell.rounds.as_ref().expect("round spread").medians.len(), 2);
+    }
+}
+
+#[test]
 fn csv_format_has_a_header_and_a_row_per_cell() {
     let output = tiny(&["--format", "csv"]);
     assert!(output.status.success(), "{}", stderr(&output));
@@ -359,6 +375,7 @@ fn thread_counts_the_process_cannot_start_are_refused_up_front() {
 #[test]
 fn zero_runs_is_a_one_line_error() {
     assert_bad_input(&cli(&["sweep", "--runs", "0"]), &["--runs"]);
+    assert_bad_input(&cli(&["sweep", "--interleave", "0"]), &["--interleave"]);
 }
 
 #[test]

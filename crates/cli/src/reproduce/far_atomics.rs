@@ -112,6 +112,7 @@ impl Study for FarAtomics {
                     warmup,
                     pin: PinPolicy::None,
                     params,
+                    interleave: 1,
                 };
                 let cells = run.measure(&format!("{kernel_name} backend={backend}"), &plan)?;
                 search.push((kernel_name.to_owned(), backend.clone(), cells));
@@ -156,6 +157,7 @@ impl Study for FarAtomics {
                     warmup: scale.pick(0, 2, 5),
                     pin: PinPolicy::None,
                     params,
+                    interleave: 1,
                 };
                 let label = lock_label(lock, backend);
                 let cells = run.measure(&format!("round {label} on {cpus} CPU(s)"), &plan)?;

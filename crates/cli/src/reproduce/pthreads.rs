@@ -72,6 +72,7 @@ impl Study for PthreadsStudy {
                     .with("n", n)
                     .with("block", "1")
                     .with("method", method),
+                interleave: 1,
             };
             by_method.push((
                 method,
@@ -106,6 +107,7 @@ impl Study for PthreadsStudy {
             warmup: scale.pick(0, 2, 5),
             pin: PinPolicy::None,
             params: Params::new().with("max", max).with("reps", "1"),
+            interleave: 1,
         };
         let creation = run.measure("thread creation", &plan)?;
         let per_thread = |scheduler: &str| -> Vec<(usize, Summary)> {

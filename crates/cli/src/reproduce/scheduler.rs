@@ -104,6 +104,7 @@ impl Study for SchedulerStudy {
                 warmup,
                 pin: PinPolicy::None,
                 params,
+                interleave: 1,
             })
         };
         let mut measured = Vec::new();
