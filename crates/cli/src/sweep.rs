@@ -27,6 +27,7 @@
 
 use std::collections::hash_map::{Entry, HashMap};
 use std::panic::{self, AssertUnwindSafe};
+use std::time::Duration;
 
 use parbench_kernels::{
     Executor, ExecutorKind, Kernel, KernelError, Params, PinPolicy, PreparedKernel, RunReport,
@@ -85,7 +86,8 @@ pub struct SweepPlan {
     /// runs are split into `B` blocks of nearly equal size, and block by block every scheduler
     /// runs its share, in an order that rotates by one scheduler per block, pausing
     /// [`INTERLEAVE_PAUSE`] after each block. A cell's first block starts with its `warmup`
-    /// runs, every later one with one untimed run (none with `warmup` 0) that wakes its pool.
+    /// runs, every later one with one untimed run that wakes its pool, repeated until the block's
+    /// untimed runs have taken [`REWARM`] (none with `warmup` 0).
     /// The set's pools live until their last block. On a machine whose speed drifts within a
     /// process, every scheduler then samples the same stretches of time, so their ratios stop
     /// depending on which one happened to run during a slow spell. More blocks than runs
@@ -140,7 +142,8 @@ impl SweepPlan {
         self.interleave.clamp(1, self.runs.max(1))
     }
 
-    /// Runs of one cell, warm-up and the untimed run that starts each later block included.
+    /// Runs of one cell, warm-up and the untimed run that starts each later block included (not
+    /// its repeats until [`REWARM`]).
     ///
     /// ```
     /// use parbench_cli::sweep::SweepPlan;
@@ -349,7 +352,15 @@ fn measure_together(
 /// The pause after each block of an interleaved sweep: longer than the idle spin of this
 /// crate's pools (200 µs by default) and of rayon's, so that the pool measured next competes
 /// with no spinning neighbour.
-pub const INTERLEAVE_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
+pub const INTERLEAVE_PAUSE: Duration = Duration::from_millis(2);
+
+/// How long the untimed start of each later block of an interleaved sweep lasts at least (each
+/// run's kernel time as the kernel reports it, or its wall time if longer): its one untimed run
+/// is repeated until then. One run of a short
+/// kernel after [`INTERLEAVE_PAUSE`] did not bring this VM back: spmv (≈ 0.2 ms per run) then
+/// timed 10–25 % slower than back to back, for every scheduler; with 2 ms of untimed runs it
+/// timed as back to back.
+pub const REWARM: Duration = Duration::from_millis(2);
 
 /// One cell while it is being measured: its executor lives from the cell's first block to its
 /// last, so an interleaved sweep keeps one pool per scheduler of the set (parked between its
@@ -427,9 +438,15 @@ impl CellRun {
             }
         }
         let (untimed, timed) = plan.block_runs(block);
-        for run in 0..untimed + timed {
+        // Time spent in this block's untimed runs: a later block repeats its one untimed run,
+        // beyond the plan's count, until `REWARM` has passed.
+        let mut warmed = Duration::ZERO;
+        let mut run = 0;
+        while run < untimed + timed {
             let executor = self.executor.as_deref().expect("built above");
             let (created_before, usage_before) = (executor.threads_created(), ProcessUsage::now());
+            let counted = block == 0 || run >= untimed || warmed.is_zero();
+            let started = std::time::Instant::now();
             match run_guarded(prepared, executor) {
                 Ok(outcome) => {
                     if run >= untimed {
@@ -444,9 +461,17 @@ impl CellRun {
                             created_before,
                             usage_before,
                         );
+                    } else {
+                        // The kernel's own time, or the run's wall time if longer (validation).
+                        warmed += outcome.elapsed.max(started.elapsed());
                     }
-                    self.runs_left -= 1;
-                    observer.runs_done(1);
+                    if counted {
+                        self.runs_left -= 1;
+                        observer.runs_done(1);
+                    }
+                    if block == 0 || run >= untimed || warmed >= REWARM {
+                        run += 1;
+                    }
                 }
                 Err(failure) => {
                     self.fail(failure.message, observer);
@@ -803,7 +828,8 @@ mod tests {
         );
     }
 
-    /// A kernel that records in [`RAN_ON`], run by run, which executor ran it.
+    /// A kernel that records in [`RAN_ON`], run by run, which executor ran it; each run reports
+    /// 1 ms.
     struct Recording;
 
     static RAN_ON: std::sync::Mutex<Vec<ExecutorKind>> = std::sync::Mutex::new(Vec::new());
@@ -832,7 +858,7 @@ mod tests {
         fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
             RAN_ON.lock().unwrap().push(exec.kind());
             Ok(RunReport {
-                elapsed: std::time::Duration::from_micros(5),
+                elapsed: std::time::Duration::from_millis(1),
                 metrics: Vec::new(),
             })
         }
@@ -858,11 +884,17 @@ mod tests {
         };
         run_sweep(&plan, &mut report, &mut recorder).unwrap();
         use ExecutorKind::{Guided, Tree};
-        // Block 1: 2 warm-up + 2 timed runs each; block 2, rotated: 1 untimed + 3 timed.
-        let expected = [[Tree; 4], [Guided; 4], [Guided; 4], [Tree; 4]].concat();
+        // Block 1: 2 warm-up + 2 timed runs each; block 2, rotated: the untimed run twice (1 ms
+        // each, until REWARM) + 3 timed.
+        assert_eq!(REWARM, std::time::Duration::from_millis(2));
+        let expected = [&[Tree; 4][..], &[Guided; 4], &[Guided; 5], &[Tree; 5]].concat();
         assert_eq!(*RAN_ON.lock().unwrap(), expected);
         assert_eq!(recorder.runs, plan.total_runs());
-        assert_eq!(plan.total_runs(), expected.len() as u64);
+        assert_eq!(
+            plan.total_runs() + 2,
+            expected.len() as u64,
+            "the repeats are not counted"
+        );
         assert_eq!(recorder.finished, 2);
         for cell in &report.cells {
             assert_eq!(cell.samples_s.len(), 5, "every timed run is kept once");
