@@ -125,10 +125,10 @@ pub const DEFAULT_ROUNDS: usize = 3;
 /// Warm-up runs per cell when `--warmup` is not given: pools, caches and page mappings settle.
 pub const DEFAULT_WARMUP: usize = 3;
 /// Blocks per cell when `--interleave` is not given (see [`crate::sweep::SweepPlan::interleave`]):
-/// with the default 10 runs, two timed runs per block. On a two-vCPU VM this halved how far
+/// with the default 10 runs, two timed runs per block. On a two-vCPU VM this cut how far
 /// one-thread pools (which run every loop inline, like `seq`) stray from `seq` within a process
-/// (median |ln ratio| 0.051 → 0.024 over 8 processes each); it costs one untimed run per later
-/// block.
+/// to a third (median |ln ratio| 0.079 → 0.024 over 20 processes each); it costs each later
+/// block ≥ 2 ms of untimed runs ([`crate::sweep::REWARM`]) and a 2 ms pause.
 pub const DEFAULT_INTERLEAVE: usize = 5;
 
 /// The kernel parameters with their own flag, plus the generic `--param key=value`.

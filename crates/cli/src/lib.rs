@@ -1,14 +1,14 @@
 //! parbench-cli: the command-line front end of parbench.
 //!
-//! The binary is a thin layer (hyperfine's design): [`args`] parses, [`sweep`] measures,
-//! [`rounds`] repeats a sweep in fresh child processes with shuffled cell orders and merges the
-//! rounds, [`stats`] analyses (the workspace's one Student-t table, Tukey outliers, median
-//! intervals, round spreads, paired speed-ups, bootstrap ratios), [`environment`] records the
-//! machine beside the numbers, [`export`] writes one format per [`export::Exporter`], [`compare`]
-//! sets reports side by side with a verdict per cell, [`plot`] draws SVG or PNG figures from a
-//! JSON report, and [`progress`] shows people what is going on, on stderr only, so that stdout
-//! carries nothing but results. No algorithm lives here: workloads and executors come from
-//! `parbench-kernels`.
+//! The binary is a thin layer (hyperfine's design): [`args`] parses, [`sweep`] measures (the
+//! schedulers of a kernel interleaved in blocks), [`rounds`] repeats a sweep in fresh child
+//! processes with shuffled cell orders and merges the rounds, [`stats`] analyses (the workspace's
+//! one Student-t table, Tukey outliers, median intervals, round spreads, paired speed-ups,
+//! bootstrap ratios), [`environment`] records the machine beside the numbers, [`export`] writes one
+//! format per [`export::Exporter`], [`compare`] sets reports side by side with a verdict per cell,
+//! [`plot`] draws SVG or PNG figures from a JSON report, and [`progress`] shows people what is
+//! going on, on stderr only, so that stdout carries nothing but results. No algorithm lives here:
+//! workloads and executors come from `parbench-kernels`.
 //!
 //! Beyond sweeps, each further command is one module of wiring around a library crate:
 //! [`reproduce`] (rerun a study's experiments and report them beside the published figures),
