@@ -676,20 +676,30 @@ mod tests {
         assert!(cells.iter().all(|c| c.relative.is_none()));
     }
 
-    /// A kernel whose runs fail on chosen executors: a wrong result on `rayon`, a panic on
-    /// `spawn`; it counts how often it was prepared.
-    struct Faulty {
+    /// A kernel for these tests: it counts how often it was prepared, and each preparation
+    /// hands out `make()`.
+    struct TestKernel {
+        name: &'static str,
+        make: fn() -> Box<dyn PreparedKernel>,
         prepared: std::sync::atomic::AtomicUsize,
     }
 
-    struct FaultyRun;
+    impl TestKernel {
+        const fn new(name: &'static str, make: fn() -> Box<dyn PreparedKernel>) -> TestKernel {
+            TestKernel {
+                name,
+                make,
+                prepared: std::sync::atomic::AtomicUsize::new(0),
+            }
+        }
+    }
 
-    impl Kernel for Faulty {
+    impl Kernel for TestKernel {
         fn name(&self) -> &'static str {
-            "faulty"
+            self.name
         }
         fn description(&self) -> &'static str {
-            "fails on purpose"
+            "a kernel of the sweep's tests"
         }
         fn params(&self) -> &'static [parbench_kernels::ParamSpec] {
             &[]
@@ -700,8 +710,16 @@ mod tests {
         fn prepare(&self, _: &Params, _: usize) -> Result<Box<dyn PreparedKernel>, KernelError> {
             self.prepared
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            Ok(Box::new(FaultyRun))
+            Ok((self.make)())
         }
+    }
+
+    /// Runs that fail on chosen executors: a wrong result on `rayon`, a panic on `spawn`; each
+    /// other run reports 1 ms.
+    struct FaultyRun;
+
+    fn faulty() -> Box<dyn PreparedKernel> {
+        Box::new(FaultyRun)
     }
 
     impl PreparedKernel for FaultyRun {
@@ -713,7 +731,7 @@ mod tests {
                 }),
                 ExecutorKind::Spawn => panic!("index out of bounds"),
                 _ => Ok(RunReport {
-                    elapsed: std::time::Duration::from_micros(5),
+                    elapsed: std::time::Duration::from_millis(1),
                     metrics: vec![parbench_kernels::Metric::new("ops", 2.0, "op/s")],
                 }),
             }
@@ -739,7 +757,7 @@ mod tests {
     /// Sweeps `kernel` on `schedulers` × `threads`, `runs` timed runs after `warmup` per cell;
     /// returns the plan, the report and what the observer saw.
     fn sweep_of(
-        kernel: &'static Faulty,
+        kernel: &'static TestKernel,
         schedulers: Vec<ExecutorKind>,
         threads: Vec<usize>,
         (runs, warmup): (usize, usize),
@@ -765,9 +783,7 @@ mod tests {
 
     #[test]
     fn failing_cells_are_recorded_and_the_sweep_goes_on() {
-        static FAULTY: Faulty = Faulty {
-            prepared: std::sync::atomic::AtomicUsize::new(0),
-        };
+        static FAULTY: TestKernel = TestKernel::new("faulty", faulty);
         let schedulers = vec![ExecutorKind::Spawn, ExecutorKind::Rayon, ExecutorKind::Seq];
         let (plan, report, recorder) = sweep_of(&FAULTY, schedulers, vec![2], (3, 1));
         assert_eq!(recorder.finished, 3);
@@ -800,9 +816,7 @@ mod tests {
 
     #[test]
     fn tree_cells_record_their_pools_timespan() {
-        static FAULTY: Faulty = Faulty {
-            prepared: std::sync::atomic::AtomicUsize::new(0),
-        };
+        static FAULTY: TestKernel = TestKernel::new("faulty", faulty);
         let schedulers = vec![ExecutorKind::Tree, ExecutorKind::Guided];
         let (_, report, _) = sweep_of(&FAULTY, schedulers, vec![1, 2], (2, 0));
         let timespans = |scheduler: &str, threads: &str| {
@@ -828,31 +842,10 @@ mod tests {
         );
     }
 
-    /// A kernel that records in [`RAN_ON`], run by run, which executor ran it; each run reports
-    /// 1 ms.
-    struct Recording;
+    /// Runs that record in [`RAN_ON`] which executor ran them; each reports 1 ms.
+    struct RecordingRun;
 
     static RAN_ON: std::sync::Mutex<Vec<ExecutorKind>> = std::sync::Mutex::new(Vec::new());
-
-    impl Kernel for Recording {
-        fn name(&self) -> &'static str {
-            "recording"
-        }
-        fn description(&self) -> &'static str {
-            "records the order of its runs"
-        }
-        fn params(&self) -> &'static [parbench_kernels::ParamSpec] {
-            &[]
-        }
-        fn is_default_suite(&self) -> bool {
-            false
-        }
-        fn prepare(&self, _: &Params, _: usize) -> Result<Box<dyn PreparedKernel>, KernelError> {
-            Ok(Box::new(RecordingRun))
-        }
-    }
-
-    struct RecordingRun;
 
     impl PreparedKernel for RecordingRun {
         fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
@@ -866,7 +859,7 @@ mod tests {
 
     #[test]
     fn interleaved_cells_take_turns_block_by_block() {
-        static RECORDING: Recording = Recording;
+        static RECORDING: TestKernel = TestKernel::new("recording", || Box::new(RecordingRun));
         let plan = SweepPlan {
             kernels: vec![&RECORDING],
             schedulers: vec![ExecutorKind::Tree, ExecutorKind::Guided],
@@ -904,9 +897,7 @@ mod tests {
 
     #[test]
     fn interleaved_failures_end_only_their_own_cell() {
-        static FAULTY: Faulty = Faulty {
-            prepared: std::sync::atomic::AtomicUsize::new(0),
-        };
+        static FAULTY: TestKernel = TestKernel::new("faulty", faulty);
         let plan = SweepPlan {
             kernels: vec![&FAULTY],
             schedulers: vec![ExecutorKind::Spawn, ExecutorKind::Rayon, ExecutorKind::Seq],
