@@ -754,13 +754,14 @@ mod tests {
         }
     }
 
-    /// Sweeps `kernel` on `schedulers` × `threads`, `runs` timed runs after `warmup` per cell;
+    /// Sweeps `kernel` on `schedulers` × `threads`, `runs` timed runs after `warmup` per cell in
+    /// `interleave` blocks;
     /// returns the plan, the report and what the observer saw.
     fn sweep_of(
         kernel: &'static TestKernel,
         schedulers: Vec<ExecutorKind>,
         threads: Vec<usize>,
-        (runs, warmup): (usize, usize),
+        (runs, warmup, interleave): (usize, usize, usize),
     ) -> (SweepPlan, Report, Recorder) {
         let plan = SweepPlan {
             kernels: vec![kernel],
@@ -770,7 +771,7 @@ mod tests {
             warmup,
             pin: PinPolicy::None,
             params: Params::new(),
-            interleave: 1,
+            interleave,
         };
         let mut report = Report::new("sweep", &LABELS);
         let mut recorder = Recorder {
@@ -785,7 +786,7 @@ mod tests {
     fn failing_cells_are_recorded_and_the_sweep_goes_on() {
         static FAULTY: TestKernel = TestKernel::new("faulty", faulty);
         let schedulers = vec![ExecutorKind::Spawn, ExecutorKind::Rayon, ExecutorKind::Seq];
-        let (plan, report, recorder) = sweep_of(&FAULTY, schedulers, vec![2], (3, 1));
+        let (plan, report, recorder) = sweep_of(&FAULTY, schedulers, vec![2], (3, 1, 1));
         assert_eq!(recorder.finished, 3);
         assert_eq!(
             recorder.runs,
@@ -818,7 +819,7 @@ mod tests {
     fn tree_cells_record_their_pools_timespan() {
         static FAULTY: TestKernel = TestKernel::new("faulty", faulty);
         let schedulers = vec![ExecutorKind::Tree, ExecutorKind::Guided];
-        let (_, report, _) = sweep_of(&FAULTY, schedulers, vec![1, 2], (2, 0));
+        let (_, report, _) = sweep_of(&FAULTY, schedulers, vec![1, 2], (2, 0, 1));
         let timespans = |scheduler: &str, threads: &str| {
             let cell = report.cells.iter().find(|c| {
                 c.labels
@@ -860,22 +861,8 @@ mod tests {
     #[test]
     fn interleaved_cells_take_turns_block_by_block() {
         static RECORDING: TestKernel = TestKernel::new("recording", || Box::new(RecordingRun));
-        let plan = SweepPlan {
-            kernels: vec![&RECORDING],
-            schedulers: vec![ExecutorKind::Tree, ExecutorKind::Guided],
-            threads: vec![2],
-            runs: 5,
-            warmup: 2,
-            pin: PinPolicy::None,
-            params: Params::new(),
-            interleave: 2,
-        };
-        let mut report = Report::new("sweep", &LABELS);
-        let mut recorder = Recorder {
-            runs: 0,
-            finished: 0,
-        };
-        run_sweep(&plan, &mut report, &mut recorder).unwrap();
+        let schedulers = vec![ExecutorKind::Tree, ExecutorKind::Guided];
+        let (plan, report, recorder) = sweep_of(&RECORDING, schedulers, vec![2], (5, 2, 2));
         use ExecutorKind::{Guided, Tree};
         // Block 1: 2 warm-up + 2 timed runs each; block 2, rotated: the untimed run twice (1 ms
         // each, until REWARM) + 3 timed.
@@ -898,22 +885,8 @@ mod tests {
     #[test]
     fn interleaved_failures_end_only_their_own_cell() {
         static FAULTY: TestKernel = TestKernel::new("faulty", faulty);
-        let plan = SweepPlan {
-            kernels: vec![&FAULTY],
-            schedulers: vec![ExecutorKind::Spawn, ExecutorKind::Rayon, ExecutorKind::Seq],
-            threads: vec![2],
-            runs: 6,
-            warmup: 1,
-            pin: PinPolicy::None,
-            params: Params::new(),
-            interleave: 3,
-        };
-        let mut report = Report::new("sweep", &LABELS);
-        let mut recorder = Recorder {
-            runs: 0,
-            finished: 0,
-        };
-        run_sweep(&plan, &mut report, &mut recorder).unwrap();
+        let schedulers = vec![ExecutorKind::Spawn, ExecutorKind::Rayon, ExecutorKind::Seq];
+        let (plan, report, recorder) = sweep_of(&FAULTY, schedulers, vec![2], (6, 1, 3));
         assert_eq!(
             recorder.runs,
             plan.total_runs(),
