@@ -755,8 +755,7 @@ mod tests {
     }
 
     /// Sweeps `kernel` on `schedulers` × `threads`, `runs` timed runs after `warmup` per cell in
-    /// `interleave` blocks;
-    /// returns the plan, the report and what the observer saw.
+    /// `interleave` blocks; returns the plan, the report and what the observer saw.
     fn sweep_of(
         kernel: &'static TestKernel,
         schedulers: Vec<ExecutorKind>,
