@@ -365,18 +365,33 @@ fn sweep_error(error: SweepError) -> CliError {
 }
 
 /// Refuses, before anything runs, a thread count this process cannot start: past the OS's limits
-/// thread creation can abort the whole process instead of failing.
+/// thread creation can abort the whole process instead of failing. An interleaved sweep needs the
+/// threads of all of a set's pools at once.
 fn check_thread_counts(plan: &SweepPlan) -> Result<(), CliError> {
     let most = plan.threads.iter().copied().max().unwrap_or(1);
-    if plan
+    let pools = plan
         .schedulers
         .iter()
-        .any(|&kind| kind != ExecutorKind::Seq)
-    {
-        parbench_kernels::check_thread_count(most)
-            .map_err(|error| CliError::Usage(format!("--threads {most}: {error}")))?;
+        .filter(|&&kind| kind != ExecutorKind::Seq)
+        .count();
+    if pools == 0 {
+        return Ok(());
     }
-    Ok(())
+    // Interleaved, the pools of a kernel and thread count live side by side (`spawn`'s threads
+    // during its runs, next to the others' parked ones).
+    let interleaved = plan.blocks() > 1 && pools > 1;
+    let together = if interleaved { most * pools } else { most };
+    parbench_kernels::check_thread_count(together).map_err(|error| {
+        CliError::Usage(if interleaved {
+            format!(
+                "--threads {most} with --interleave {} keeps {pools} pools of {most} threads \
+                 alive at once: {error}; use --interleave 1 to build one pool at a time",
+                plan.blocks()
+            )
+        } else {
+            format!("--threads {most}: {error}")
+        })
+    })
 }
 
 /// Parameters that name an input file.

@@ -370,6 +370,22 @@ fn thread_counts_the_process_cannot_start_are_refused_up_front() {
         &cli(&["sweep", "--threads", "1-100000"]),
         &["more than 4096 thread counts"],
     );
+    // Interleaved, the pools of a kernel live side by side: a count the process could start once
+    // but not for all six pool schedulers at once is refused, with the way out.
+    let Some(capacity) = parbench_scheduler::thread_capacity(None) else {
+        eprintln!("SKIPPED (interleaved part): the thread limits cannot be read here");
+        return;
+    };
+    let half = (capacity.available() / 2).max(1).to_string();
+    let output = cli(&["sweep", "--threads", &half, "--kernels", "reduce"]);
+    assert_bad_input(
+        &output,
+        &[
+            &format!("--threads {half} with --interleave 5"),
+            "--interleave 1",
+        ],
+    );
+    assert!(stdout(&output).is_empty(), "nothing may be measured");
 }
 
 #[test]
