@@ -24,8 +24,15 @@
 //!   meal to choose which fork to take first (then only *tries* the other, as above).
 //! - `eat-ns=N`: time-based eating — a meal holds both forks for N ns of busy waiting (INNCABS
 //!   eats for a random 1–10 ms; 0, the default, makes a meal just the fork bookkeeping).
-//! - `cpus=K`: philosopher `i`'s thread pins itself to the `(i mod K)`-th available CPU, confining
-//!   the philosophers to K CPUs (0, the default, leaves placement to the OS).
+//! - `cpus=K`: philosopher `i`'s thread pins itself to the `(i mod K)`-th available CPU for the
+//!   run, confining the philosophers to K CPUs (0, the default: see `spread`).
+//! - `spread=false`: the OS places the tables' threads. By default (`spread=true`) each table's
+//!   thread pins itself, before the start barrier, to a CPU no other table of the run holds — the
+//!   one it runs on if that is free, else the first free one it may use — when there are no more
+//!   tables than CPUs (Linux; elsewhere the OS decides). See *Placement* below.
+//!
+//! A thread pinned by `cpus` or `spread` gets its previous affinity back when its table is done,
+//! so a pool's worker goes on to other kernels unpinned.
 //! - `meals` is the study's bites per philosopher (96 philosophers × 1M bites in the study).
 //!
 //! The lock is a parameter (`--lock tas|ttas|ticket|std`, the names of
@@ -44,16 +51,22 @@
 //! table asks the OS for its CPU at its first and its last meal; Linux only). The tables contend
 //! for shared forks, so a run whose tables share one CPU — the OS running them in turn, each for
 //! a whole time slice — is nearly uncontended and faster than one whose tables really run at the
-//! same time. On this repository's 2-vCPU VM (16 philosophers, 2 tables, two sets of 16 sweep
-//! processes) rayon's two workers ran both tables on one vCPU in 25 and 141 of 320 runs, taking
-//! 624 and 745 µs (median), against 868 and 881 µs for its runs on two vCPUs; this pool's
-//! strategies took 845–862 µs on two vCPUs (tree's tables shared one in 14 runs, 703 µs). A
-//! third mode, 2.2–2.8 ms on two vCPUs, struck every scheduler alike for seconds at a time
-//! (presumably slower transfers of the forks' cache lines between the vCPUs; not verified).
-//! Compare schedulers on runs with the same `table-cpus`: in 20 interleaved default sweeps
-//! (`sweep --interleave 5`, 600 runs per scheduler) rayon's tables shared one vCPU in 432 runs and
-//! this pool's strategies' in 123–152; per placement tree took 732 µs on one vCPU (rayon 723) and
-//! 828 µs on two (rayon 861).
+//! same time; such a run measures where the OS put the threads, not the contention this kernel
+//! is about. Hence `spread`, the default since 26 Nov 2026. Before it, on this repository's
+//! 2-vCPU VM, rayon's two tables shared one vCPU in 8–72 % of its runs (sets of 12–20 sweep
+//! processes) and this pool's strategies' in 0–26 %, and a shared vCPU took ≈ 620–820 µs against
+//! ≈ 830–950 on two, so `round` ranked the schedulers by how often the OS happened to put their
+//! threads together (why it does so more often for rayon is not known; it is not the start
+//! barrier's wake-up: a barrier that keeps early tables running changed nothing). In 12
+//! processes of `sweep --kernels round --threads 2 --rounds 3` of each setting, alternating
+//! (26 Nov, 08:47–08:50 UTC): with `spread` every scheduler's tables ran on two vCPUs in all 360
+//! runs, tree / fastest other 1.003 (0.91–1.05), medians 858–865 µs for this pool's strategies
+//! and 886 for rayon; with `spread=false`, rayon's tables shared a vCPU in 238 of 360 runs and the
+//! others' in 51–89, tree / fastest other 1.07 (rayon's median 777 µs). Pinning costs ≈ 3 %
+//! (this pool's runs on two vCPUs: 865–872 µs pinned against 834–844 unpinned): it is in the
+//! timed run, the same for every scheduler. A third mode, 2.2–2.8 ms on two vCPUs, has struck every scheduler alike for
+//! seconds at a time (presumably slower transfers of the forks' cache lines between the vCPUs;
+//! not verified).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
@@ -162,9 +175,14 @@ impl Kernel for Round {
                 help: "time-based eating: busy-wait this many ns holding both forks per meal",
             },
             ParamSpec {
+                name: "spread",
+                default: "true",
+                help: "true: each table runs on a CPU of its own for the run (if there are no more tables than CPUs); false: the OS places them",
+            },
+            ParamSpec {
                 name: "cpus",
                 default: "0",
-                help: "confine philosopher i to the (i mod K)-th available CPU (0: the OS decides)",
+                help: "confine philosopher i to the (i mod K)-th available CPU for the run (0: see spread)",
             },
             LOCK_PARAM,
             BACKEND_PARAM,
@@ -212,8 +230,21 @@ struct TableRules {
     coin: bool,
     /// Busy time per meal, holding both forks.
     eat: Duration,
-    /// CPUs to pin philosophers to (empty: no pinning).
-    cpus: Vec<core_affinity::CoreId>,
+    /// Where the tables' threads run.
+    placement: Placement,
+}
+
+/// Where the tables' threads run during a run (see the module docs, *Placement*).
+#[derive(Debug, Clone, Default, PartialEq)]
+enum Placement {
+    /// Wherever the OS puts them (`spread=false`).
+    #[default]
+    Os,
+    /// Each table on a CPU of its own (`spread=true`, the default), if there are no more tables
+    /// than CPUs the calling thread may run on.
+    Spread,
+    /// Philosopher `i`'s thread on CPU `cpus[i mod K]` (`cpus=K`).
+    Confined(Vec<usize>),
 }
 
 impl TableRules {
@@ -223,9 +254,14 @@ impl TableRules {
         let coin = params.get_choice(kernel, "coin", &["false", "true"])? == "true";
         let eat =
             Duration::from_nanos(params.get_usize_in(kernel, "eat-ns", 0..=1_000_000_000)? as u64);
+        let spread = params.get_choice(kernel, "spread", &["true", "false"])? == "true";
         let k = params.get_usize(kernel, "cpus")?;
-        let cpus = if k == 0 {
-            Vec::new()
+        let placement = if k == 0 {
+            if spread {
+                Placement::Spread
+            } else {
+                Placement::Os
+            }
         } else {
             let available = core_affinity::get_core_ids().unwrap_or_default();
             if k > available.len() {
@@ -239,13 +275,13 @@ impl TableRules {
                     ),
                 ));
             }
-            available.into_iter().take(k).collect()
+            Placement::Confined(available.into_iter().take(k).map(|core| core.id).collect())
         };
         Ok(TableRules {
             thread_per_philosopher,
             coin,
             eat,
-            cpus,
+            placement,
         })
     }
 }
@@ -436,11 +472,17 @@ fn dine<L: ForkLock>(
     let violations = AtomicU64::new(0);
     let late_tables = AtomicUsize::new(0);
     let cpus_seen = Mutex::new(Vec::with_capacity(2 * tables));
+    let spread = rules.placement == Placement::Spread && tables <= affinity::allowed_cpus().len();
+    let seating = Seating::default();
     exec.for_each_task(tables, &|table| {
-        if let Some(&cpu) = rules.cpus.get(table % rules.cpus.len().max(1)) {
-            // A refused pin leaves the thread where the OS put it; the run is still valid.
-            let _pinned = core_affinity::set_for_current(cpu);
-        }
+        // Pinned for this task only: dropping the guard at its end gives the thread back its
+        // previous affinity (a pool's worker goes on to other kernels). A refused pin leaves the
+        // thread where the OS put it; the run is still valid and `table-cpus` tells.
+        let _seat = match &rules.placement {
+            Placement::Confined(cpus) => affinity::Pinned::to(cpus[table % cpus.len()]),
+            Placement::Spread if spread => seating.take(),
+            _ => None,
+        };
         // One coin per table, seeded by its index: runs are reproducible in what they flip.
         let mut coin = SplitMix64::new(0x5EED ^ table as u64);
         if !barrier.wait() {
@@ -496,6 +538,111 @@ fn dine<L: ForkLock>(
     })
 }
 
+/// The CPUs held by the tables of one run under [`Placement::Spread`].
+#[derive(Default)]
+struct Seating(Mutex<Vec<usize>>);
+
+impl Seating {
+    /// Pins the calling table's thread to a CPU no other table of the run holds: the one it runs
+    /// on if that is free, else the first free one it may run on. `None` (nothing changed) if no
+    /// CPU is free or the OS refuses.
+    fn take(&self) -> Option<affinity::Pinned> {
+        let allowed = affinity::allowed_cpus();
+        let mut taken = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let cpu = free_seat(current_cpu(), &allowed, &taken)?;
+        let pinned = affinity::Pinned::to(cpu)?;
+        taken.push(cpu);
+        Some(pinned)
+    }
+}
+
+/// The CPU a table takes: `current` if it is allowed and free, else the first free allowed one.
+fn free_seat(current: Option<usize>, allowed: &[usize], taken: &[usize]) -> Option<usize> {
+    let free = |cpu: &usize| allowed.contains(cpu) && !taken.contains(cpu);
+    current
+        .filter(free)
+        .or_else(|| allowed.iter().copied().find(free))
+}
+
+/// Pinning the calling thread for a while: Linux `sched_{get,set}affinity`; elsewhere nothing is
+/// pinned and no CPU is reported allowed (so `spread` does nothing).
+mod affinity {
+    /// The calling thread pinned to one CPU; dropping it restores the affinity it had before.
+    pub(super) struct Pinned {
+        #[cfg(target_os = "linux")]
+        previous: libc::cpu_set_t,
+    }
+
+    /// The calling thread's affinity mask; `None` if the OS refuses to tell.
+    #[cfg(target_os = "linux")]
+    fn current_mask() -> Option<libc::cpu_set_t> {
+        // SAFETY: all-zero is the valid empty cpu_set_t.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is a writable cpu_set_t of exactly the size passed; pid 0 is this thread.
+        let result =
+            unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+        (result == 0).then_some(set)
+    }
+
+    /// Sets the calling thread's affinity mask; `false` if the OS refuses.
+    #[cfg(target_os = "linux")]
+    fn set_mask(set: &libc::cpu_set_t) -> bool {
+        // SAFETY: `set` is a valid cpu_set_t of the size passed; the call only reads it.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) == 0 }
+    }
+
+    /// The CPUs the calling thread may run on, ascending.
+    pub(super) fn allowed_cpus() -> Vec<usize> {
+        #[cfg(target_os = "linux")]
+        {
+            let Some(set) = current_mask() else {
+                return Vec::new();
+            };
+            let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
+            // SAFETY: `cpu` is below the set's capacity.
+            (0..capacity)
+                .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+                .collect()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Vec::new()
+        }
+    }
+
+    impl Pinned {
+        /// Pins the calling thread to `cpu`; `None` (and nothing changed) if the OS refuses or
+        /// `cpu` cannot be represented.
+        pub(super) fn to(cpu: usize) -> Option<Self> {
+            #[cfg(target_os = "linux")]
+            {
+                if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+                    return None;
+                }
+                let previous = current_mask()?;
+                // SAFETY: all-zero is the valid empty cpu_set_t.
+                let mut only: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+                // SAFETY: `cpu` is below the set's capacity (checked above).
+                unsafe { libc::CPU_SET(cpu, &mut only) };
+                set_mask(&only).then_some(Pinned { previous })
+            }
+            #[cfg(not(target_os = "linux"))]
+            {
+                let _ = cpu;
+                None
+            }
+        }
+    }
+
+    impl Drop for Pinned {
+        fn drop(&mut self) {
+            // A refused restore leaves the thread pinned; nothing better can be done here.
+            #[cfg(target_os = "linux")]
+            let _ = set_mask(&self.previous);
+        }
+    }
+}
+
 /// How many distinct values `cpus` holds; `None` if it is empty (the OS did not tell).
 fn distinct(mut cpus: Vec<usize>) -> Option<usize> {
     cpus.sort_unstable();
@@ -536,7 +683,7 @@ fn eat<L: ForkLock>(left: &Fork<L>, right: &Fork<L>, violations: &AtomicU64, eat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::executor::{SeqExecutor, SpawnExecutor};
+    use crate::executor::{ExecutorKind, PinPolicy, SeqExecutor, SpawnExecutor};
 
     #[test]
     fn sequential_dinner_validates() {
@@ -664,6 +811,66 @@ mod tests {
         assert_eq!(table_cpus("2"), 2.0);
         assert_eq!(distinct(vec![3, 1, 3, 1, 0]), Some(3));
         assert_eq!(distinct(Vec::new()), None);
+    }
+
+    #[test]
+    fn a_pin_lasts_until_its_guard_drops() {
+        let before = affinity::allowed_cpus();
+        let Some(&cpu) = before.last() else {
+            println!("SKIPPED: needs Linux's sched_getaffinity");
+            return;
+        };
+        {
+            let _pinned = affinity::Pinned::to(cpu).expect("pinning to a CPU this thread may use");
+            assert_eq!(affinity::allowed_cpus(), [cpu]);
+            assert_eq!(current_cpu(), Some(cpu));
+        }
+        assert_eq!(affinity::allowed_cpus(), before);
+        assert!(affinity::Pinned::to(usize::MAX).is_none());
+    }
+
+    #[test]
+    fn a_table_keeps_its_cpu_if_free_else_takes_the_first_free_one() {
+        assert_eq!(free_seat(Some(1), &[0, 1], &[]), Some(1));
+        assert_eq!(free_seat(Some(1), &[0, 1, 2], &[1]), Some(0));
+        assert_eq!(free_seat(Some(1), &[0, 1, 2], &[0, 1]), Some(2));
+        assert_eq!(free_seat(Some(5), &[0, 1], &[]), Some(0));
+        assert_eq!(free_seat(None, &[0, 1], &[0]), Some(1));
+        assert_eq!(free_seat(Some(0), &[0, 1], &[0, 1]), None);
+        assert_eq!(free_seat(Some(0), &[], &[]), None);
+    }
+
+    #[test]
+    fn spread_seats_every_table_on_a_cpu_of_its_own_and_unpins_the_pool() {
+        let before = affinity::allowed_cpus();
+        if before.len() < 2 {
+            println!("SKIPPED: needs Linux and 2 CPUs this thread may run on");
+            return;
+        }
+        let exec = ExecutorKind::Tree.build(2, PinPolicy::None).unwrap();
+        let run = |params: Params| {
+            let report = Round
+                .prepare(&params.with("n", "4").with("meals", "50"), 2)
+                .unwrap()
+                .run(exec.as_ref())
+                .unwrap();
+            let metric = report.metrics.iter().find(|m| m.name == "table-cpus");
+            metric.expect("Linux reports the CPUs").value
+        };
+        for _ in 0..5 {
+            // Each table is pinned before its first meal, so it is seen on its own CPU only.
+            assert_eq!(run(Params::new()), 2.0);
+            // The calling thread ran a table (two tables need both threads) and is unpinned.
+            assert_eq!(affinity::allowed_cpus(), before);
+        }
+        assert_eq!(run(Params::new().with("cpus", "1")), 1.0);
+        assert_eq!(affinity::allowed_cpus(), before);
+        assert!(run(Params::new().with("spread", "false")) >= 1.0);
+        let bad = Params::new().with("spread", "maybe");
+        assert!(matches!(
+            Round.prepare(&bad, 2),
+            Err(KernelError::BadParam { .. })
+        ));
     }
 
     #[test]
