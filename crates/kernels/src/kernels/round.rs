@@ -59,7 +59,7 @@
 //! threads together (why it does so more often for rayon is not known; it is not the start
 //! barrier's wake-up: a barrier that keeps early tables running changed nothing). In 12
 //! processes of `sweep --kernels round --threads 2 --rounds 3` of each setting, alternating
-//! (26 Nov, 08:47–08:50 UTC): with `spread` every scheduler's tables ran on two vCPUs in all 360
+//! (26 Nov, 08:47 UTC): with `spread` every scheduler's tables ran on two vCPUs in all 360
 //! runs, tree / fastest other 1.003 (0.91–1.05), medians 858–865 µs for this pool's strategies
 //! and 886 for rayon; with `spread=false`, rayon's tables shared a vCPU in 238 of 360 runs and the
 //! others' in 51–89, tree / fastest other 1.07 (rayon's median 777 µs). Pinning costs ≈ 3 %
