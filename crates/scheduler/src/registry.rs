@@ -142,6 +142,7 @@ impl Registry {
         (registry, deques)
     }
 
+    #[inline]
     pub(crate) fn num_threads(&self) -> usize {
         self.stealers.len()
     }
@@ -178,6 +179,7 @@ impl Registry {
     }
 
     /// Whether the calling thread is inside an operation of this pool.
+    #[inline]
     pub(crate) fn current_context_is_this(&self) -> bool {
         let current = CURRENT.get();
         // SAFETY: see `current_thread_index`.

@@ -311,11 +311,32 @@ fn a_one_thread_pool_runs_calls_inline_on_the_caller_and_keeps_nested_calls_in_t
             // A nested free-function call stays in this pool.
             assert_eq!(parbench_scheduler::current_num_threads(), 1);
             parbench_scheduler::parallel_for(0..3, |_| {});
+            // A nested call of the pool's own runs inline too: one chunk, the whole range, on
+            // this thread; an empty one never calls its body.
+            let chunks = std::sync::Mutex::new(Vec::new());
+            pool.parallel_for_chunks_with(&strategy, i..i + 7, |r| {
+                assert_eq!(std::thread::current().id(), caller, "{strategy:?}");
+                assert_eq!(parbench_scheduler::current_num_threads(), 1);
+                chunks.lock().unwrap().push((r.start, r.end));
+            });
+            assert_eq!(chunks.into_inner().unwrap(), vec![(i, i + 7)]);
+            pool.parallel_for_chunks_with(&strategy, i..i, |r| panic!("empty call ran {r:?}"));
             order.lock().unwrap().push(i);
         });
         // Inline, so in order: no hand-off, timespan or balancing task reordered anything.
         assert_eq!(order.into_inner().unwrap(), (0..100).collect::<Vec<_>>());
     }
+    // A panic in a nested call's body propagates through the outer call.
+    let nested = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pool.parallel_for(0..4, |i| {
+            pool.parallel_for(0..4, |j| assert!(i + j < 5, "nested {i} {j}"));
+        })
+    }));
+    let message = nested.expect_err("the nested panic propagates");
+    assert_eq!(
+        message.downcast_ref::<String>().map(String::as_str),
+        Some("nested 2 3")
+    );
     let (a, b) = pool.join(
         || std::thread::current().id(),
         || std::thread::current().id(),
