@@ -36,7 +36,10 @@ pub struct WorkerSnapshot {
     pub index: usize,
     /// What it does.
     pub state: WorkerState,
-    /// How many calls on its stack wait on a latch (nested calls wait inside each other).
+    /// How many calls on its stack wait on a latch and have looked for work beyond the worker's
+    /// own deque (nested calls wait inside each other). A call that is still running tasks from
+    /// its own deque — usually its own unclaimed pieces — is not counted yet; a call that waits
+    /// long enough to matter in a hang is.
     pub waits: u32,
     /// What the innermost of those waits is for.
     pub innermost_wait: Option<WaitKind>,
