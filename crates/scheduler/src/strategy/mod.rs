@@ -360,7 +360,16 @@ impl<'a> LoopCall<'a> {
         }
     }
 
+    /// The first panic of the call's tasks, if any; called only after the root latch was
+    /// observed set.
+    ///
+    /// The latch's Acquire orders every task of the call before this, and with it the `stop`
+    /// store that precedes each recorded panic. A call that was not stopped recorded no panic,
+    /// and its caller skips the lock (two read-modify-writes per call).
     fn take_panic(&self) -> Option<Box<dyn Any + Send>> {
+        if !self.stopped() {
+            return None;
+        }
         self.panic.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
