@@ -85,6 +85,9 @@ export PARBENCH_STRESS_ROUNDS=${PARBENCH_STRESS_ROUNDS:-60}
 # 688 s at level 0; the sorts of `tests/slices.rs` alone 39 against 228 s). TSan's own advice is
 # -O1 or higher.
 export CARGO_PROFILE_DEV_OPT_LEVEL=1 CARGO_PROFILE_TEST_OPT_LEVEL=1
+# Line tables only: a report needs file:line (the canary check below insists on it), not variable
+# and type information, whose generation and linking made up much of the step's build time.
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only CARGO_PROFILE_TEST_DEBUG=line-tables-only
 
 tsan_test() {
     cargo test -Zbuild-std --target "$target" --locked "$@"
