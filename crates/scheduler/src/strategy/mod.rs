@@ -13,6 +13,7 @@ pub(crate) mod dynamic;
 pub(crate) mod guided;
 pub(crate) mod lazy;
 pub(crate) mod simple;
+pub(crate) mod split_range;
 pub(crate) mod static_blocks;
 pub(crate) mod tree;
 

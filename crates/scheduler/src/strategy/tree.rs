@@ -17,10 +17,13 @@
 //! 3. **Balance.** The number of iterations it ran in the timespan is the *adaptive grain*. It then
 //!    runs what is left from its low end, one grain at a time, and whenever its deque is empty
 //!    (nothing there for an idle thread, or a thief took it) and at least two grains are left, it
-//!    makes the upper half of what is left a balancing task on its own deque, where idle threads
-//!    steal it. The pieces are those of halving down to one grain, but made lazily, one at a time:
-//!    on a balanced load a thread makes about `log₂(share / grain)` tasks and takes each back
-//!    (keeping its grain, without a new timespan), instead of one task per grain. A stolen piece
+//!    puts a balancing task on its own deque, where idle threads steal it. The task is an *offer
+//!    to split*: the thief that runs it takes the upper half of what is left at that moment
+//!    (`split_range.rs`), and a new offer is made only once the previous one is gone. So the
+//!    pieces are those of halving down to one grain, oldest and largest stolen first, made lazily;
+//!    on a balanced load a thread makes one task, finds it unstolen at the end and drops it, instead
+//!    of one task per grain — or one per halving, each taken back and run by its maker, as before
+//!    (tree / guided on spmv-triangle's loop 1.041 → 1.019, 24 processes of each). A stolen piece
 //!    runs its own timespan first and measures its own grain.
 //! 4. **Finish together.** While some thread of the call is out of work — it finished a piece
 //!    with nothing of its own left and has not started another piece of the call since — a thread
@@ -30,7 +33,7 @@
 //!    when a participant starts late (a worker woken late runs its share past the caller's end).
 //!    Once the idle thread has stolen a piece it is busy again and the small offers stop: on an
 //!    irregular loop, whose first thread to finish its share steals early, they would otherwise
-//!    go on for the rest of the call, each a task made and taken back. In a harness of
+//!    go on for the rest of the call. In a harness of
 //!    spmv-triangle's loop (300 calls per process, processes alternating with the sticky rule)
 //!    tree / guided went from 1.030 to 1.019 and from 1.028 to 1.024 (10 and 12 pairs); in
 //!    default sweeps the difference is inside the noise (paired new / old 0.977 and 1.049 in two
@@ -47,6 +50,9 @@
 
 use std::ops::Range;
 
+use std::sync::Arc;
+
+use super::split_range::SplitRange;
 use super::{Grain, LoopCall, NodeRef, TreeConfig, TreeTimespan, block};
 use crate::job::HeapJob;
 use crate::latch::CountNode;
@@ -136,7 +142,7 @@ pub(crate) fn run(
 ) {
     // The caller's own count of the root is released by `run_piece` when its share is done.
     let held = distribute(ctx, call, root, true, 0..call.slots, 0, &range, *config);
-    run_piece(ctx, call, held, block(&range, call.slots, 0), *config, None);
+    run_piece(ctx, call, held, block(&range, call.slots, 0), *config);
 }
 
 /// Hands out all parts of `slots` but the first slot's own share; returns the node whose count
@@ -179,7 +185,7 @@ fn distribute<'a>(
                 with_current_ctx(|ctx| {
                     let held =
                         distribute(ctx, call, parent, false, part, part_level, &range, config);
-                    run_piece(ctx, call, held, share, config, None);
+                    run_piece(ctx, call, held, share, config);
                 })
             })
         };
@@ -198,18 +204,18 @@ const TAIL_STEPS_PER_GRAIN: usize = 8;
 /// A share, or a piece stolen from another thread, first runs for the timespan without creating
 /// any stealable task, counting the iterations it manages: the adaptive grain (a stolen piece
 /// measures its own, so pieces far from a heavy start of a range are sized by their own, cheaper
-/// iterations). A piece taken back by the thread that created it skips that phase and keeps the
-/// creator's grain (`inherited`): the same thread measured it just before, on neighbouring
-/// iterations.
+/// iterations).
 ///
 /// Then it runs what is left from its low end, one grain at a time, and offers work lazily:
 /// whenever its deque is empty — nothing there for an idle thread, or a thief took it — and at
-/// least two grains are left, the upper half of what is left becomes a balancing task on its own
-/// deque (where idle threads steal it). So the pieces are the same halving ones down to one grain,
-/// oldest and largest stolen first, but a piece is made only when the previous one is gone: on a
-/// balanced loop a thread makes about `log₂(share / grain)` tasks and takes each back, instead of
-/// one per grain. The balancing tasks count in a node of their own, so completing them touches no
-/// counter that other threads' pieces use.
+/// least two grains are left, it pushes an offer on its own deque (where idle threads steal it).
+/// What is left lives in a [`SplitRange`]: this thread claims its grains from the low end, and the
+/// thief of an offer takes the upper half of what is left when it runs it. So the pieces are the
+/// same halving ones down to one grain, oldest and largest stolen first, but an offer is made only
+/// when the previous one is gone, and one that nobody steals costs nothing to take back: on a
+/// balanced loop a thread makes one task and drops it unused at the end (its own wait pops it; it
+/// finds nothing to split). The balancing tasks count in a node of their own, so completing them
+/// touches no counter that other threads' pieces use.
 ///
 /// The end of a call: a thread whose deque is empty when it finishes a piece has no work of its
 /// own left and records that in the call (`LoopCall::note_out_of_work`), until it starts another
@@ -227,14 +233,9 @@ fn run_piece<'a>(
     held: NodeRef,
     range: Range<usize>,
     config: TreeConfig,
-    inherited: Option<usize>,
 ) {
     call.note_working(ctx);
-    let rest = match inherited {
-        Some(grain) => Some((range, grain)),
-        None => run_for_timespan(ctx, call, range, config),
-    };
-    let Some((mut rest, measured)) = rest else {
+    let Some((mut rest, measured)) = run_for_timespan(ctx, call, range, config) else {
         if ctx.deque_is_empty() {
             call.note_out_of_work(ctx);
         }
@@ -251,55 +252,89 @@ fn run_piece<'a>(
     // The node counting this piece's balancing tasks, made with the first one; it takes over
     // `held`'s count.
     let mut node: Option<NodeRef> = None;
-    while !rest.is_empty() {
-        // Nothing on the deque: this thread's last work of the call is `rest` (any piece it
-        // offered before was stolen or taken back).
+    let node_of =
+        |node: &mut Option<NodeRef>| *node.get_or_insert_with(|| NodeRef(CountNode::child(held.0)));
+    // A rest too long for a `SplitRange` (more than `u32::MAX` iterations): its upper halves
+    // become pieces of their own until it fits.
+    let shared = loop {
+        match SplitRange::new(rest.clone()) {
+            Some(shared) => break Arc::new(shared),
+            None => {
+                let mid = rest.start + rest.len() / 2;
+                let upper = mid..rest.end;
+                offer(ctx, call, node_of(&mut node), move |ctx, count| {
+                    run_piece(ctx, call, count, upper, config);
+                });
+                rest.end = mid;
+            }
+        }
+    };
+    loop {
+        let left = shared.len();
+        if left == 0 {
+            break;
+        }
+        // Nothing on the deque: this thread's last work of the call is its rest (an offer it
+        // made before was stolen).
         let last_work = ctx.deque_is_empty();
-        let offer = last_work
+        let make_offer = last_work
             && !call.stopped()
-            && (rest.len() >= 2 * grain || (rest.len() >= 2 && call.someone_is_out_of_work()));
-        if offer {
-            let node = *node.get_or_insert_with(|| NodeRef(CountNode::child(held.0)));
-            let mid = rest.start + rest.len() / 2;
-            let upper = mid..rest.end;
-            let creator = ctx.slot;
-            node.add(1);
-            // SAFETY: the job owns the count just added and `run_piece` releases it; `call`
-            // lives until the root latch is set.
-            let job = unsafe {
-                HeapJob::into_job_ref(move || {
-                    with_current_ctx(|ctx| {
-                        let inherited = (ctx.slot == creator).then_some(grain);
-                        run_piece(ctx, call, node, upper, config, inherited);
-                    });
-                })
-            };
-            ctx.push_local(job);
-            rest.end = mid;
-            // A participant that finished its share early may have parked already (its spin
-            // window can be shorter than this thread's timespan plus one slow iteration).
-            ctx.registry
-                .sleep
-                .wake_one_of((1..call.slots).map(|slot| call.worker_of(slot)));
+            && (left >= 2 * grain || (left >= 2 && call.someone_is_out_of_work()));
+        if make_offer {
+            let shared = Arc::clone(&shared);
+            offer(
+                ctx,
+                call,
+                node_of(&mut node),
+                move |ctx, count| match shared.split() {
+                    Some(upper) => run_piece(ctx, call, count, upper, config),
+                    // Nothing left to split: the owner ran the rest (this is its own offer, popped
+                    // after its piece ended, or one stolen too late).
+                    // SAFETY: the count this offer was made with.
+                    None => unsafe { count.complete() },
+                },
+            );
         }
         // The last two grains of a thread's work run in smaller steps, so that a thread running
         // out of work meanwhile gets half of what is left within a step, not a grain.
-        let step = if last_work && rest.len() < 2 * grain {
+        let step = if last_work && left < 2 * grain {
             tail_step
         } else {
             grain
         };
-        let end = rest.start + step.min(rest.len());
-        if !call.run(rest.start..end) {
+        let Some(claimed) = shared.claim(step) else {
+            break;
+        };
+        if !call.run(claimed) {
             break;
         }
-        rest.start = end;
     }
     if ctx.deque_is_empty() {
         call.note_out_of_work(ctx);
     }
     // SAFETY: the piece's own count — in `node` if it made one (which took `held`'s over).
     unsafe { node.unwrap_or(held).complete() };
+}
+
+/// Pushes a balancing task on this thread's deque: `work` runs on the thread that takes it, with
+/// one count of `node` (added here) that it must release. Wakes a participant of the call that
+/// may have parked.
+fn offer<'a>(
+    ctx: &WorkerCtx<'_>,
+    call: &'a LoopCall<'a>,
+    node: NodeRef,
+    work: impl FnOnce(&WorkerCtx<'_>, NodeRef) + Send + 'a,
+) {
+    node.add(1);
+    // SAFETY: the job owns the count just added and `work` releases it; `call` lives until the
+    // root latch is set, which needs that count.
+    let job = unsafe { HeapJob::into_job_ref(move || with_current_ctx(|ctx| work(ctx, node))) };
+    ctx.push_local(job);
+    // A participant that finished its share early may have parked already (its spin window can
+    // be shorter than this thread's timespan plus one slow iteration).
+    ctx.registry
+        .sleep
+        .wake_one_of((1..call.slots).map(|slot| call.worker_of(slot)));
 }
 
 /// Runs iterations of `range` in growing batches until the timespan has passed. Returns
