@@ -15,13 +15,21 @@
 //! run sequentially. Tasks share the best area in an `AtomicU64` for pruning;
 //! the floorplan behind it is kept under a mutex taken only on improvements.
 //!
-//! The board is a bit set (one `u64` per row), so copying it into a task is
-//! 512 bytes and an overlap test is one AND per row.
+//! The board is a bit set (one `u64` per row), so copying it is 512 bytes and
+//! an overlap test is one AND per row. Like BOTS, the search copies the board
+//! for every candidate and, below the cutoff, shares one array of cell
+//! positions written in place ([`place_sequential`]); it allocates nothing
+//! there. A task copies the positions (a `Vec`, where BOTS copies its `cells`
+//! array onto the stack), and a task-spawning node lists its candidates.
+//! (Until 26 Nov 2026 every node cloned a `Vec` and collected its candidates
+//! into `Vec`s: the kernel was 3.7× slower and spent about half its time in
+//! `malloc`, `free` and `memmove`.)
 //!
 //! Validation: `prepare` solves the input once sequentially (untimed); every
 //! run must find the same minimal area, and the floorplan it reports is
 //! re-checked (every cell inside the board, no overlaps, area = footprint).
 
+use std::ops::Range;
 use std::path::Path;
 
 use crate::executor::{Executor, ExecutorError, SeqExecutor};
@@ -164,6 +172,18 @@ struct Rect {
     rhs: i64,
 }
 
+impl Rect {
+    /// `shape` with its north-west corner at `(top, lhs)`.
+    fn at(shape: Shape, top: i64, lhs: i64) -> Self {
+        Self {
+            top,
+            bot: top + i64::from(shape.rows) - 1,
+            lhs,
+            rhs: lhs + i64::from(shape.cols) - 1,
+        }
+    }
+}
+
 /// Where BOTS puts the sentinel cell 0: the origin, zero columns wide.
 const SENTINEL: Rect = Rect {
     top: 0,
@@ -172,9 +192,34 @@ const SENTINEL: Rect = Rect {
     rhs: -1,
 };
 
-/// The candidate north-west corners `(top, lhs)` for `shape` of a cell whose
-/// left / above neighbours are placed at `left` / `above` (BOTS `starts`).
-fn candidate_corners(shape: Shape, left: Option<Rect>, above: Option<Rect>) -> Vec<(i64, i64)> {
+/// Candidate north-west corners: every `(top, lhs)` with `top` in `tops` and
+/// `lhs` in `lhss`. One of the two ranges holds at most one value, so the
+/// corners run along one row or one column; BOTS's `starts` writes them into
+/// an array on the stack, and this needs no storage at all.
+#[derive(Clone, Debug)]
+struct Corners {
+    tops: Range<i64>,
+    lhss: Range<i64>,
+}
+
+impl Corners {
+    const NONE: Self = Self {
+        tops: 0..0,
+        lhss: 0..0,
+    };
+
+    /// The corners in BOTS's order (top to bottom, then left to right).
+    fn iter(&self) -> impl Iterator<Item = (i64, i64)> + use<> {
+        let lhss = self.lhss.clone();
+        self.tops
+            .clone()
+            .flat_map(move |top| lhss.clone().map(move |lhs| (top, lhs)))
+    }
+}
+
+/// The candidate north-west corners for `shape` of a cell whose left / above
+/// neighbours are placed at `left` / `above` (BOTS `starts`).
+fn candidate_corners(shape: Shape, left: Option<Rect>, above: Option<Rect>) -> Corners {
     let (rows, cols) = (i64::from(shape.rows), i64::from(shape.cols));
     let side = BOARD_SIDE as i64;
     match (left, above) {
@@ -185,35 +230,95 @@ fn candidate_corners(shape: Shape, left: Option<Rect>, above: Option<Rect>) -> V
                 && lhs <= above.rhs
                 && lhs + cols >= above.lhs;
             if touches {
-                vec![(top, lhs)]
+                Corners {
+                    tops: top..top + 1,
+                    lhss: lhs..lhs + 1,
+                }
             } else {
-                Vec::new()
+                Corners::NONE
             }
         }
-        (Some(left), None) => {
-            let first = (left.top - rows + 1).max(0);
-            let last = left.bot.min(side);
-            (first..=last).map(|top| (top, left.rhs + 1)).collect()
-        }
-        (None, Some(above)) => {
-            let first = (above.lhs - cols + 1).max(0);
-            let last = above.rhs.min(side);
-            (first..=last).map(|lhs| (above.bot + 1, lhs)).collect()
-        }
+        (Some(left), None) => Corners {
+            tops: (left.top - rows + 1).max(0)..left.bot.min(side) + 1,
+            lhss: left.rhs + 1..left.rhs + 2,
+        },
+        (None, Some(above)) => Corners {
+            tops: above.bot + 1..above.bot + 2,
+            lhss: (above.lhs - cols + 1).max(0)..above.rhs.min(side) + 1,
+        },
         // The reader rejects cells without neighbours; BOTS has no rule for them.
-        (None, None) => Vec::new(),
+        (None, None) => Corners::NONE,
     }
 }
 
-/// A partial floorplan: where each placed cell is, which board squares are
-/// taken, and the footprint `(rows, cols)` from the origin.
+/// Which squares are taken, and the footprint `(rows, cols)` from the origin.
+/// It is `Copy` (520 bytes): each candidate gets its own board, as BOTS
+/// copies its board for every candidate (`memcpy(board, BOARD, …)`).
+#[derive(Clone, Copy, Debug)]
+struct Board {
+    /// Bit `c` of `rows[r]`: square `(r, c)` is taken.
+    rows: [u64; BOARD_SIDE],
+    footprint: (i64, i64),
+}
+
+impl Board {
+    const EMPTY: Self = Self {
+        rows: [0; BOARD_SIDE],
+        footprint: (0, 0),
+    };
+
+    fn area(&self) -> u64 {
+        (self.footprint.0 * self.footprint.1) as u64
+    }
+
+    /// Whether `rect` stays on the board and overlaps no taken square (BOTS
+    /// `lay_down`'s test, plus the board-edge check BOTS left to luck).
+    fn fits(&self, rect: Rect) -> bool {
+        let side = BOARD_SIDE as i64;
+        rect.top >= 0
+            && rect.lhs >= 0
+            && rect.bot < side
+            && rect.rhs < side
+            && self.rows[rect.top as usize..=rect.bot as usize]
+                .iter()
+                .all(|row| row & Self::mask(rect) == 0)
+    }
+
+    /// Takes `rect`'s squares, which must [fit](Self::fits), and grows the
+    /// footprint to cover it.
+    fn take(&mut self, rect: Rect) {
+        let mask = Self::mask(rect);
+        self.rows[rect.top as usize..=rect.bot as usize]
+            .iter_mut()
+            .for_each(|row| *row |= mask);
+        self.footprint = (
+            self.footprint.0.max(rect.bot + 1),
+            self.footprint.1.max(rect.rhs + 1),
+        );
+    }
+
+    /// The bits of `rect`'s columns (which lie on the board).
+    fn mask(rect: Rect) -> u64 {
+        let width = (rect.rhs - rect.lhs + 1) as u32;
+        (u64::MAX >> (64 - width)) << rect.lhs
+    }
+
+    /// A copy of this board with `rect` taken, or `None` if it does not fit.
+    fn with(&self, rect: Rect) -> Option<Self> {
+        self.fits(rect).then(|| {
+            let mut board = *self;
+            board.take(rect);
+            board
+        })
+    }
+}
+
+/// A partial floorplan owned by one task: where each placed cell is
+/// (`placed[id]`, index 0 the sentinel) and its board.
 #[derive(Clone, Debug)]
 struct Layout {
-    /// `placed[id]` for cells on the board; index 0 is the sentinel.
     placed: Vec<Option<Rect>>,
-    /// Bit `c` of `board[r]`: square `(r, c)` is taken.
-    board: [u64; BOARD_SIDE],
-    footprint: (i64, i64),
+    board: Board,
 }
 
 impl Layout {
@@ -222,35 +327,8 @@ impl Layout {
         placed[0] = Some(SENTINEL);
         Self {
             placed,
-            board: [0; BOARD_SIDE],
-            footprint: (0, 0),
+            board: Board::EMPTY,
         }
-    }
-
-    fn area(&self) -> u64 {
-        (self.footprint.0 * self.footprint.1) as u64
-    }
-
-    /// Puts cell `id` at `rect` if it stays on the board and overlaps nothing
-    /// (BOTS `lay_down`, plus the board-edge check BOTS left to luck).
-    fn lay_down(&mut self, id: usize, rect: Rect) -> bool {
-        let side = BOARD_SIDE as i64;
-        if rect.top < 0 || rect.lhs < 0 || rect.bot >= side || rect.rhs >= side {
-            return false;
-        }
-        let width = (rect.rhs - rect.lhs + 1) as u32;
-        let mask = (u64::MAX >> (64 - width)) << rect.lhs;
-        let rows = rect.top as usize..=rect.bot as usize;
-        if self.board[rows.clone()].iter().any(|row| row & mask != 0) {
-            return false;
-        }
-        self.board[rows].iter_mut().for_each(|row| *row |= mask);
-        self.placed[id] = Some(rect);
-        self.footprint = (
-            self.footprint.0.max(rect.bot + 1),
-            self.footprint.1.max(rect.rhs + 1),
-        );
-        true
     }
 }
 
@@ -264,56 +342,49 @@ struct Plan {
 /// The best complete floorplan so far (the placed cells), shared by all tasks.
 type BestPlan<'w> = SharedMinimum<'w, Vec<Option<Rect>>>;
 
-/// One way to place the next cell: a shape and a north-west corner.
-#[derive(Clone, Copy, Debug)]
-struct Candidate {
-    shape: Shape,
-    top: i64,
-    lhs: i64,
+/// Where cell `id`'s left and above neighbours are placed.
+fn neighbours(input: &FloorplanInput, placed: &[Option<Rect>], id: usize) -> [Option<Rect>; 2] {
+    let cell = input.cell(id);
+    [cell.left, cell.above].map(|neighbour| neighbour.and_then(|n| placed[n]))
 }
 
-/// Every (shape, corner) candidate for cell `id` given the cells placed so far.
-fn candidates(input: &FloorplanInput, layout: &Layout, id: usize) -> Vec<Candidate> {
-    let cell = input.cell(id);
-    let left = cell.left.and_then(|n| layout.placed[n]);
-    let above = cell.above.and_then(|n| layout.placed[n]);
-    cell.shapes
+/// Every (shape, corner) candidate for cell `id` given the cells placed so
+/// far, as the cell's rectangle (one list per task-spawning node).
+fn candidates(input: &FloorplanInput, placed: &[Option<Rect>], id: usize) -> Vec<Rect> {
+    let [left, above] = neighbours(input, placed, id);
+    input
+        .cell(id)
+        .shapes
         .iter()
         .flat_map(|&shape| {
             candidate_corners(shape, left, above)
-                .into_iter()
-                .map(move |(top, lhs)| Candidate { shape, top, lhs })
+                .iter()
+                .map(move |(top, lhs)| Rect::at(shape, top, lhs))
         })
         .collect()
 }
 
-/// Places `candidate` for the cell at position `level` of the order on a copy
-/// of `layout` (BOTS's task body): a complete floorplan is offered as the new
-/// best; a partial one is returned for the next cell only while its area is
-/// below the best; a candidate that does not fit gives nothing.
+/// Places the cell at position `level` of the order at `rect` on a copy of
+/// `layout` (BOTS's task body, which copies the cells and the board): a
+/// complete floorplan is offered as the new best; a partial one is returned
+/// for the next cell only while its area is below the best; a candidate that
+/// does not fit gives nothing.
 fn extend(
     input: &FloorplanInput,
     layout: &Layout,
     level: usize,
-    candidate: Candidate,
+    rect: Rect,
     best: &BestPlan<'_>,
 ) -> Option<Layout> {
     let order = input.placement_order();
-    let rect = Rect {
-        top: candidate.top,
-        bot: candidate.top + i64::from(candidate.shape.rows) - 1,
-        lhs: candidate.lhs,
-        rhs: candidate.lhs + i64::from(candidate.shape.cols) - 1,
-    };
-    let mut child = layout.clone();
-    if !child.lay_down(order[level], rect) {
-        return None;
-    }
+    let board = layout.board.with(rect)?;
+    let mut placed = layout.placed.clone();
+    placed[order[level]] = Some(rect);
     if level + 1 == order.len() {
-        best.offer(child.area(), || child.placed.clone());
+        best.offer(board.area(), || placed);
         None
     } else {
-        (child.area() < best.bound()).then_some(child)
+        (board.area() < best.bound()).then_some(Layout { placed, board })
     }
 }
 
@@ -336,8 +407,14 @@ fn solve_with(
     bound: &mut SharedWord,
 ) -> Result<Option<Plan>, ExecutorError> {
     let best = BestPlan::new(bound, INITIAL_BEST_AREA);
-    let layout = Layout::empty(input.cell_count());
-    place_tasks(exec, input, &layout, 0, cutoff, &best)?;
+    place_tasks(
+        exec,
+        input,
+        Layout::empty(input.cell_count()),
+        0,
+        cutoff,
+        &best,
+    )?;
     Ok(best.into_best().map(|(area, placed)| Plan { area, placed }))
 }
 
@@ -346,28 +423,54 @@ fn solve_with(
 fn place_tasks(
     exec: &dyn Executor,
     input: &FloorplanInput,
-    layout: &Layout,
+    mut layout: Layout,
     level: usize,
     cutoff: usize,
     best: &BestPlan<'_>,
 ) -> Result<(), ExecutorError> {
     if level >= cutoff {
-        place_sequential(input, layout, level, best);
+        place_sequential(input, &mut layout.placed, &layout.board, level, best);
         return Ok(());
     }
-    let candidates = candidates(input, layout, input.placement_order()[level]);
+    let candidates = candidates(input, &layout.placed, input.placement_order()[level]);
     exec.for_each_task(candidates.len(), &|index| {
-        if let Some(child) = extend(input, layout, level, candidates[index], best) {
-            place_tasks(exec, input, &child, level + 1, cutoff, best)?;
+        if let Some(child) = extend(input, &layout, level, candidates[index], best) {
+            place_tasks(exec, input, child, level + 1, cutoff, best)?;
         }
         Ok(())
     })
 }
 
-fn place_sequential(input: &FloorplanInput, layout: &Layout, level: usize, best: &BestPlan<'_>) {
-    for candidate in candidates(input, layout, input.placement_order()[level]) {
-        if let Some(child) = extend(input, layout, level, candidate, best) {
-            place_sequential(input, &child, level + 1, best);
+/// The search below the cutoff (BOTS `add_cell_ser`), allocating nothing but
+/// a new best floorplan's copy: like BOTS, one `placed` array serves the whole
+/// recursion and is written in place (a cell's entry is overwritten for each
+/// of its candidates and read only by cells placed after it), and each
+/// candidate gets its own copy of the board.
+fn place_sequential(
+    input: &FloorplanInput,
+    placed: &mut [Option<Rect>],
+    board: &Board,
+    level: usize,
+    best: &BestPlan<'_>,
+) {
+    let order = input.placement_order();
+    let id = order[level];
+    let [left, above] = neighbours(input, placed, id);
+    for &shape in &input.cell(id).shapes {
+        for (top, lhs) in candidate_corners(shape, left, above).iter() {
+            let rect = Rect::at(shape, top, lhs);
+            if !board.fits(rect) {
+                continue;
+            }
+            // The one copy of the board per candidate.
+            let mut child = *board;
+            child.take(rect);
+            placed[id] = Some(rect);
+            if level + 1 == order.len() {
+                best.offer(child.area(), || placed.to_vec());
+            } else if child.area() < best.bound() {
+                place_sequential(input, placed, &child, level + 1, best);
+            }
         }
     }
 }
@@ -376,7 +479,7 @@ fn place_sequential(input: &FloorplanInput, layout: &Layout, level: usize, best:
 /// placed in one of its shapes, inside the board, without overlaps, and the
 /// footprint of the placed cells has the reported area.
 fn check_plan(input: &FloorplanInput, plan: &Plan) -> Result<(), KernelError> {
-    let mut layout = Layout::empty(input.cell_count());
+    let mut board = Board::EMPTY;
     for &id in input.placement_order() {
         let rect = plan.placed[id]
             .ok_or_else(|| wrong_result("floorplan", format!("cell {id} is not placed")))?;
@@ -390,19 +493,19 @@ fn check_plan(input: &FloorplanInput, plan: &Plan) -> Result<(), KernelError> {
                 format!("cell {id} has no {shape:?} shape"),
             ));
         }
-        if !layout.lay_down(id, rect) {
-            return Err(wrong_result(
+        board = board.with(rect).ok_or_else(|| {
+            wrong_result(
                 "floorplan",
                 format!("cell {id} at {rect:?} overlaps or leaves the board"),
-            ));
-        }
+            )
+        })?;
     }
-    if layout.area() != plan.area {
+    if board.area() != plan.area {
         return Err(wrong_result(
             "floorplan",
             format!(
                 "the reported floorplan covers area {}, not the reported {}",
-                layout.area(),
+                board.area(),
                 plan.area
             ),
         ));
@@ -419,10 +522,11 @@ mod tests {
     /// everywhere, and every complete floorplan's area is collected.
     fn exhaustive_min_area(input: &FloorplanInput) -> Option<u64> {
         fn visit(input: &FloorplanInput, layout: &Layout, level: usize, areas: &mut Vec<u64>) {
-            for candidate in candidates(input, layout, input.placement_order()[level]) {
+            let id = input.placement_order()[level];
+            for rect in candidates(input, &layout.placed, id) {
                 let mut word = SharedWord::Std(std::sync::atomic::AtomicU64::new(0));
                 let never_prunes = BestPlan::new(&mut word, INITIAL_BEST_AREA);
-                if let Some(child) = extend(input, layout, level, candidate, &never_prunes) {
+                if let Some(child) = extend(input, layout, level, rect, &never_prunes) {
                     visit(input, &child, level + 1, areas);
                 } else if let Some((area, _)) = never_prunes.into_best() {
                     areas.push(area);
@@ -446,7 +550,9 @@ mod tests {
             lhs: 0,
             rhs: 1,
         };
-        let corners = candidate_corners(shape(2, 1), Some(left), None);
+        let corners: Vec<_> = candidate_corners(shape(2, 1), Some(left), None)
+            .iter()
+            .collect();
         // Rows max(3 - 2 + 1, 0) = 2 through 5, column 2.
         assert_eq!(corners, vec![(2, 2), (3, 2), (4, 2), (5, 2)]);
     }
@@ -459,7 +565,9 @@ mod tests {
             lhs: 1,
             rhs: 2,
         };
-        let corners = candidate_corners(shape(1, 3), None, Some(above));
+        let corners: Vec<_> = candidate_corners(shape(1, 3), None, Some(above))
+            .iter()
+            .collect();
         // Row 2, columns max(1 - 3 + 1, 0) = 0 through 2.
         assert_eq!(corners, vec![(2, 0), (2, 1), (2, 2)]);
     }
@@ -478,10 +586,12 @@ mod tests {
             lhs: 1,
             rhs: 4,
         };
-        assert_eq!(
-            candidate_corners(shape(2, 2), Some(left), Some(above)),
-            vec![(1, 1)]
-        );
+        let corners = |left| {
+            candidate_corners(shape(2, 2), Some(left), Some(above))
+                .iter()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(corners(left), vec![(1, 1)]);
         // A left neighbour ending above the corner row does not touch.
         let short_left = Rect {
             top: 0,
@@ -489,57 +599,27 @@ mod tests {
             lhs: 0,
             rhs: 0,
         };
-        assert!(candidate_corners(shape(2, 2), Some(short_left), Some(above)).is_empty());
+        assert!(corners(short_left).is_empty());
     }
 
     #[test]
     fn the_sentinel_as_left_neighbour_puts_a_cell_at_the_origin() {
-        assert_eq!(
-            candidate_corners(shape(3, 2), Some(SENTINEL), None),
-            vec![(0, 0)]
-        );
+        let corners: Vec<_> = candidate_corners(shape(3, 2), Some(SENTINEL), None)
+            .iter()
+            .collect();
+        assert_eq!(corners, vec![(0, 0)]);
     }
 
     #[test]
-    fn lay_down_rejects_overlaps_and_the_board_edge() {
-        let mut layout = Layout::empty(3);
-        assert!(layout.lay_down(
-            1,
-            Rect {
-                top: 0,
-                bot: 1,
-                lhs: 0,
-                rhs: 63
-            }
-        ));
-        assert!(!layout.lay_down(
-            2,
-            Rect {
-                top: 1,
-                bot: 2,
-                lhs: 5,
-                rhs: 5
-            }
-        ));
-        assert!(!layout.lay_down(
-            2,
-            Rect {
-                top: 60,
-                bot: 64,
-                lhs: 0,
-                rhs: 0
-            }
-        ));
-        assert!(layout.lay_down(
-            3,
-            Rect {
-                top: 2,
-                bot: 2,
-                lhs: 0,
-                rhs: 0
-            }
-        ));
-        assert_eq!(layout.footprint, (3, 64));
+    fn a_board_rejects_overlaps_and_its_edge_and_keeps_the_footprint() {
+        let rect = |top, bot, lhs, rhs| Rect { top, bot, lhs, rhs };
+        let board = Board::EMPTY.with(rect(0, 1, 0, 63)).unwrap();
+        assert!(board.with(rect(1, 2, 5, 5)).is_none());
+        assert!(board.with(rect(60, 64, 0, 0)).is_none());
+        assert!(board.with(rect(2, 2, -1, 0)).is_none());
+        let board = board.with(rect(2, 2, 0, 0)).unwrap();
+        assert_eq!(board.footprint, (3, 64));
+        assert_eq!(board.area(), 3 * 64);
     }
 
     #[test]
