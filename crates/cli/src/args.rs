@@ -52,6 +52,8 @@ pub enum Command {
     Reproduce(crate::reproduce::ReproduceArgs),
     /// Compare the cells of sweep reports (the first is the baseline): ratio, bootstrap CI, verdict.
     Compare(crate::compare::CompareArgs),
+    /// How one scheduler stands against the others over several sweep reports (one per process).
+    Standings(crate::standings::StandingsArgs),
     /// One round of `sweep --rounds`, run by `sweep` in a child process (not for direct use).
     #[command(hide = true)]
     SweepRound(SweepRoundArgs),

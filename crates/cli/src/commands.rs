@@ -57,6 +57,7 @@ pub fn run(command: Command) -> Result<(), CliError> {
         Command::Corun(args) => crate::corun::run(&args),
         Command::Reproduce(args) => crate::reproduce::run(&args),
         Command::Compare(args) => crate::compare::run(&args),
+        Command::Standings(args) => crate::standings::run(&args),
         Command::SweepRound(args) => sweep_round(&args),
     }
 }

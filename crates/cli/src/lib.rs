@@ -6,6 +6,7 @@
 //! one Student-t table, Tukey outliers, median intervals, round spreads, paired speed-ups,
 //! bootstrap ratios), [`environment`] records the machine beside the numbers, [`export`] writes one
 //! format per [`export::Exporter`], [`compare`] sets reports side by side with a verdict per cell,
+//! [`standings`] ranks one scheduler against the others over many reports (one per process),
 //! [`plot`] draws SVG or PNG figures from a JSON report, and [`progress`] shows people what is
 //! going on, on stderr only, so that stdout carries nothing but results. No algorithm lives here:
 //! workloads and executors come from `parbench-kernels`.
@@ -37,6 +38,7 @@ pub mod progress;
 pub mod reproduce;
 pub mod results;
 pub mod rounds;
+pub mod standings;
 pub mod stats;
 pub mod sweep;
 pub mod topology;

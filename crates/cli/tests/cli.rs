@@ -671,6 +671,100 @@ fn compare_finds_a_known_twofold_difference_and_exits_zero() {
     );
 }
 
+/// A report of one process: `tree` at 2 threads takes `tree` ms, every other default scheduler
+/// 1 ms except `guided`, which takes `guided` ms; at 1 thread tree and seq take 2 ms.
+fn standings_report(tree: f64, guided: f64) -> Report {
+    let mut report = Report::new("sweep", &["kernel", "scheduler", "threads"]);
+    let mut cell = |scheduler: &str, threads: &str, ms: f64| {
+        report.cells.push(parbench_cli::results::Cell::measured(
+            &[
+                ("kernel", "reduce"),
+                ("scheduler", scheduler),
+                ("threads", threads),
+            ],
+            vec![ms * 1e-3; 5],
+        ));
+    };
+    cell("tree", "2", tree);
+    cell("guided", "2", guided);
+    for other in ["static", "dynamic", "simple", "rayon"] {
+        cell(other, "2", 1.0);
+    }
+    cell("tree", "1", 2.0);
+    cell("seq", "1", 2.0);
+    report
+}
+
+#[test]
+fn standings_rank_tree_over_reports_and_reject_bad_input() {
+    let files: Vec<PathBuf> = [(0.8, 0.9), (1.2, 0.6), (0.7, 1.1)]
+        .iter()
+        .enumerate()
+        .map(|(index, &(tree, guided))| {
+            let path = scratch(&format!("standings-{index}.json"));
+            fs::write(
+                &path,
+                serde_json::to_vec(&standings_report(tree, guided)).unwrap(),
+            )
+            .unwrap();
+            path
+        })
+        .collect();
+    let paths: Vec<&str> = files.iter().map(|p| p.to_str().unwrap()).collect();
+    let mut args = vec!["standings"];
+    args.extend(&paths);
+    let output = cli(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.starts_with(
+            "tree at 2 threads against static, dynamic, guided, simple, rayon — 3 reports"
+        ),
+        "{text}"
+    );
+    // Per report tree / fastest other: 0.8 / 0.9 = 0.89, 1.2 / 0.6 = 2.00, 0.7 / 1 = 0.70.
+    let row = text.lines().find(|l| l.starts_with("reduce")).expect(&text);
+    for expected in ["0.89 (0.70–2.00)", "2 of 3", "guided", "1.00 (1.00–1.00)"] {
+        assert!(row.contains(expected), "`{expected}` missing from: {row}");
+    }
+    assert!(
+        text.contains("fastest (median below 1.00): reduce"),
+        "{text}"
+    );
+
+    args.extend(["--format", "markdown", "--versus", "guided"]);
+    let text = stdout(&cli(&args));
+    assert!(
+        text.contains("| reduce | 3 | 0.89 (0.64–2.00) | 2 of 3 | guided |"),
+        "{text}"
+    );
+
+    let first = paths[0];
+    assert_bad_input(
+        &cli(&["standings", first, "--threads", "0"]),
+        &["--threads"],
+    );
+    assert_bad_input(
+        &cli(&["standings", first, "--threads", "4"]),
+        &["at 4 threads"],
+    );
+    assert_bad_input(
+        &cli(&["standings", first, "--versus", "nosuch"]),
+        &["'nosuch'"],
+    );
+    assert_bad_input(&cli(&["standings", first, "--versus", "tree"]), &["ranked"]);
+    let missing = scratch("standings-missing.json");
+    assert_bad_input(
+        &cli(&["standings", missing.to_str().unwrap()]),
+        &["standings-missing.json"],
+    );
+    assert_eq!(
+        cli(&["standings"]).status.code(),
+        Some(2),
+        "one file at least"
+    );
+}
+
 #[test]
 fn compare_labels_files_by_environment_and_rejects_bad_input() {
     let path = scratch("compare-env.json");

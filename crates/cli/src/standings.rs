@@ -1,0 +1,613 @@
+//! `parbench-cli standings R1.json R2.json …`: how one scheduler stands against the others over
+//! several sweep reports, one per process — the table behind a claim such as "tree is within 5 %
+//! of the fastest other scheduler on every kernel, and the fastest on qap", computed the same way
+//! every time.
+//!
+//! On a shared machine a cell moves more between processes than within one, so such a claim needs
+//! several processes, and how often it holds is part of it. Each report counts once: a
+//! scheduler's time in a report is its cell's median (over all of that report's rounds). Per
+//! kernel, at one thread count, with S the ranked scheduler:
+//! * **S / fastest other**: in each report, S's time over the fastest of the others' times in
+//!   that report; the median over reports, with the lowest and highest;
+//! * **S fastest in**: the reports in which S beat every other;
+//! * **fastest other, most often**: the other that was fastest in the most reports;
+//! * **S / Y paired, highest**: for each other Y, the median over reports of S / Y; the highest of
+//!   these (the closest competitor), with its name;
+//! * **S faster than each other in ≥**: the fewest reports in which S beat one particular other;
+//! * **medians**: S's median over reports divided by the lowest of the others' medians over
+//!   reports, with that other's name;
+//! * **S / seq (1 t)**: in each report, S's time at one thread over `seq`'s; the median, with
+//!   the lowest and highest (when the reports have those cells).
+//!
+//! A report is used for a kernel only if it has a measured cell for S and for every other at that
+//! thread count. A footer counts the kernels within `--within` of the fastest other and those where
+//! S was fastest (median of S / fastest other below 1).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use crate::commands::{read_report, write_stdout};
+use crate::compare::parse_percent;
+use crate::error::CliError;
+use crate::results::{Cell, Report};
+use crate::stats::median;
+
+/// The others when `--versus` is not given: the baselines of the default sweep.
+pub const DEFAULT_VERSUS: [&str; 5] = ["static", "dynamic", "guided", "simple", "rayon"];
+
+/// Options of `parbench-cli standings`.
+#[derive(Debug, Args)]
+pub struct StandingsArgs {
+    /// JSON reports of sweeps (`sweep -o FILE.json`), one per process; each counts once.
+    #[arg(value_name = "RESULTS.json", num_args = 1.., required = true)]
+    pub files: Vec<PathBuf>,
+    /// The scheduler to rank.
+    #[arg(long, value_name = "NAME", default_value = "tree")]
+    pub scheduler: String,
+    /// The schedulers it is compared with, comma-separated [default: static, dynamic, guided,
+    /// simple and rayon, without the ranked one].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub versus: Vec<String>,
+    /// Thread count of the comparison [default: the highest in the reports].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// The margin the footer counts kernels within, e.g. `5%` or `5`.
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
+    pub within: f64,
+    /// `text` (aligned columns) or `markdown` (a table to paste into a document).
+    #[arg(long, value_enum, default_value_t = StandingsFormat::Text)]
+    pub format: StandingsFormat,
+}
+
+/// How `standings` prints its table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StandingsFormat {
+    /// Aligned columns.
+    Text,
+    /// A Markdown table.
+    Markdown,
+}
+
+/// A median over reports with the lowest and highest value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// The median.
+    pub median: f64,
+    /// The lowest value.
+    pub min: f64,
+    /// The highest value.
+    pub max: f64,
+}
+
+impl Spread {
+    /// `None` for no values.
+    fn of(values: &[f64]) -> Option<Spread> {
+        Some(Spread {
+            median: median(values)?,
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        })
+    }
+
+    fn text(self) -> String {
+        format!("{:.2} ({:.2}–{:.2})", self.median, self.min, self.max)
+    }
+}
+
+/// Where the ranked scheduler stands on one kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Standing {
+    /// The kernel.
+    pub kernel: String,
+    /// Reports that have the ranked scheduler and every other at the thread count.
+    pub reports: usize,
+    /// Per report, the ranked scheduler's time over the fastest other's.
+    pub versus_fastest: Spread,
+    /// Reports in which the ranked scheduler beat every other.
+    pub fastest_in: usize,
+    /// The other that was fastest in the most reports (the first listed on a tie).
+    pub fastest_other: String,
+    /// The other with the highest median of paired ratios, and that median.
+    pub closest: (String, f64),
+    /// The other that the ranked scheduler beat in the fewest reports, and that count.
+    pub fewest_wins: (String, usize),
+    /// The other with the lowest median time, and the ranked scheduler's median over it.
+    pub medians: (String, f64),
+    /// Per report, the ranked scheduler's time at one thread over `seq`'s.
+    pub one_thread: Option<Spread>,
+}
+
+/// A scheduler's time per (kernel, scheduler, threads) in one report: the cell's median, for
+/// cells measured without error.
+type Times = BTreeMap<(String, String, usize), f64>;
+
+fn times(report: &Report) -> Times {
+    report
+        .cells
+        .iter()
+        .filter_map(|cell| Some((key(cell)?, cell_time(cell)?)))
+        .collect()
+}
+
+fn key(cell: &Cell) -> Option<(String, String, usize)> {
+    Some((
+        cell.label("kernel")?.to_owned(),
+        cell.label("scheduler")?.to_owned(),
+        cell.label("threads")?.parse().ok()?,
+    ))
+}
+
+fn cell_time(cell: &Cell) -> Option<f64> {
+    if cell.error.is_some() {
+        return None;
+    }
+    cell.summary
+        .as_ref()
+        .map(|summary| summary.median)
+        .or_else(|| median(&cell.samples_s))
+        .filter(|time| time.is_finite() && *time > 0.0)
+}
+
+/// The standings of `subject` against `versus` at `threads`, one per kernel (in the order the
+/// kernels first appear in the reports) that some report has all of them for.
+///
+/// ```
+/// use parbench_cli::results::{Cell, Report};
+/// use parbench_cli::standings::standings;
+/// let mut reports = Vec::new();
+/// for (tree, guided) in [(1.0, 2.0), (3.0, 2.0), (1.0, 4.0)] {
+///     let mut report = Report::new("sweep", &["kernel", "scheduler", "threads"]);
+///     for (scheduler, time) in [("tree", tree), ("guided", guided)] {
+///         let labels = [("kernel", "k"), ("scheduler", scheduler), ("threads", "2")];
+///         report.cells.push(Cell::measured(&labels, vec![time]));
+///     }
+///     reports.push(report);
+/// }
+/// let table = standings(&reports, "tree", &["guided".to_owned()], 2);
+/// assert_eq!(table[0].versus_fastest.median, 0.5); // of 0.5, 1.5 and 0.25
+/// assert_eq!(table[0].fastest_in, 2);
+/// ```
+pub fn standings(
+    reports: &[Report],
+    subject: &str,
+    versus: &[String],
+    threads: usize,
+) -> Vec<Standing> {
+    let times: Vec<Times> = reports.iter().map(times).collect();
+    let mut kernels: Vec<String> = Vec::new();
+    for report in reports {
+        for cell in &report.cells {
+            if let Some(kernel) = cell.label("kernel")
+                && !kernels.iter().any(|k| k == kernel)
+            {
+                kernels.push(kernel.to_owned());
+            }
+        }
+    }
+    kernels
+        .into_iter()
+        .filter_map(|kernel| standing(&times, &kernel, subject, versus, threads))
+        .collect()
+}
+
+fn standing(
+    times: &[Times],
+    kernel: &str,
+    subject: &str,
+    versus: &[String],
+    threads: usize,
+) -> Option<Standing> {
+    let time = |report: &Times, scheduler: &str, threads: usize| {
+        report
+            .get(&(kernel.to_owned(), scheduler.to_owned(), threads))
+            .copied()
+    };
+    // Per usable report: the subject's time and each other's, in `versus` order.
+    let rows: Vec<(f64, Vec<f64>)> = times
+        .iter()
+        .filter_map(|report| {
+            let own = time(report, subject, threads)?;
+            let others = versus
+                .iter()
+                .map(|other| time(report, other, threads))
+                .collect::<Option<Vec<f64>>>()?;
+            Some((own, others))
+        })
+        .collect();
+    if rows.is_empty() || versus.is_empty() {
+        return None;
+    }
+    let fastest_index = |others: &[f64]| {
+        (0..others.len())
+            .min_by(|&a, &b| others[a].total_cmp(&others[b]))
+            .unwrap_or(0)
+    };
+    let ratios: Vec<f64> = rows
+        .iter()
+        .map(|(own, others)| own / others[fastest_index(others)])
+        .collect();
+    let mut fastest_counts = vec![0usize; versus.len()];
+    for (_, others) in &rows {
+        fastest_counts[fastest_index(others)] += 1;
+    }
+    let most_often = (0..versus.len())
+        .max_by(|&a, &b| fastest_counts[a].cmp(&fastest_counts[b]).then(b.cmp(&a)))
+        .unwrap_or(0);
+    let column = |index: usize| rows.iter().map(move |(own, others)| (*own, others[index]));
+    let paired: Vec<f64> = (0..versus.len())
+        .map(|index| {
+            let ratios: Vec<f64> = column(index).map(|(own, other)| own / other).collect();
+            median(&ratios).unwrap_or(f64::NAN)
+        })
+        .collect();
+    let closest = (0..versus.len())
+        .max_by(|&a, &b| paired[a].total_cmp(&paired[b]).then(b.cmp(&a)))
+        .unwrap_or(0);
+    let wins: Vec<usize> = (0..versus.len())
+        .map(|index| column(index).filter(|(own, other)| own < other).count())
+        .collect();
+    let fewest = (0..versus.len())
+        .min_by(|&a, &b| wins[a].cmp(&wins[b]).then(a.cmp(&b)))
+        .unwrap_or(0);
+    let own_median = median(&rows.iter().map(|(own, _)| *own).collect::<Vec<_>>())?;
+    let other_medians: Vec<f64> = (0..versus.len())
+        .map(|index| {
+            median(&column(index).map(|(_, other)| other).collect::<Vec<_>>()).unwrap_or(f64::NAN)
+        })
+        .collect();
+    let lowest = fastest_index(&other_medians);
+    let one_thread: Vec<f64> = times
+        .iter()
+        .filter_map(|report| Some(time(report, subject, 1)? / time(report, "seq", 1)?))
+        .collect();
+    Some(Standing {
+        kernel: kernel.to_owned(),
+        reports: rows.len(),
+        versus_fastest: Spread::of(&ratios)?,
+        fastest_in: ratios.iter().filter(|&&ratio| ratio < 1.0).count(),
+        fastest_other: versus[most_often].clone(),
+        closest: (versus[closest].clone(), paired[closest]),
+        fewest_wins: (versus[fewest].clone(), wins[fewest]),
+        medians: (versus[lowest].clone(), own_median / other_medians[lowest]),
+        one_thread: Spread::of(&one_thread),
+    })
+}
+
+/// Runs `standings`.
+///
+/// # Errors
+/// [`CliError`] when a file cannot be read or is not a report, when the thread count is 0, or
+/// when the ranked scheduler or one of the others has no measured cell at that thread count in
+/// any report.
+pub fn run(args: &StandingsArgs) -> Result<(), CliError> {
+    let reports: Vec<Report> = args
+        .files
+        .iter()
+        .map(|path| read_report(path))
+        .collect::<Result<_, _>>()?;
+    let versus: Vec<String> = if args.versus.is_empty() {
+        DEFAULT_VERSUS
+            .iter()
+            .filter(|&&name| name != args.scheduler)
+            .map(|&name| name.to_owned())
+            .collect()
+    } else {
+        args.versus.clone()
+    };
+    if versus.contains(&args.scheduler) {
+        return Err(CliError::Usage(format!(
+            "--versus lists '{}', the scheduler being ranked",
+            args.scheduler
+        )));
+    }
+    let all: Vec<Times> = reports.iter().map(times).collect();
+    let threads = match args.threads {
+        Some(0) => return Err(CliError::Usage("--threads must be at least 1".to_owned())),
+        Some(threads) => threads,
+        None => all
+            .iter()
+            .flat_map(|times| times.keys().map(|(_, _, threads)| *threads))
+            .max()
+            .ok_or_else(|| CliError::Usage("the reports have no measured cell".to_owned()))?,
+    };
+    for name in std::iter::once(&args.scheduler).chain(&versus) {
+        let present = all.iter().any(|times| {
+            times
+                .keys()
+                .any(|(_, scheduler, t)| scheduler == name && *t == threads)
+        });
+        if !present {
+            return Err(CliError::Usage(format!(
+                "no report has a measured cell of scheduler '{name}' at {threads} threads"
+            )));
+        }
+    }
+    let table = standings(&reports, &args.scheduler, &versus, threads);
+    let text = render(
+        &table,
+        &args.scheduler,
+        &versus,
+        threads,
+        reports.len(),
+        args,
+    );
+    write_stdout(|out| out.write_all(text.as_bytes()))
+}
+
+/// The table with a header naming what is compared and a footer counting the kernels within the
+/// margin and those where the ranked scheduler was fastest.
+fn render(
+    table: &[Standing],
+    subject: &str,
+    versus: &[String],
+    threads: usize,
+    files: usize,
+    args: &StandingsArgs,
+) -> String {
+    let s = subject;
+    let mut out = format!(
+        "{s} at {threads} threads against {} — {files} reports, each counted once \
+         (its cells' medians)\n\n",
+        versus.join(", ")
+    );
+    let header = [
+        "kernel".to_owned(),
+        "reports".to_owned(),
+        format!("{s} / fastest other"),
+        format!("{s} fastest in"),
+        "fastest other, most often".to_owned(),
+        format!("{s} / X paired, highest"),
+        format!("{s} faster than each other in"),
+        "medians".to_owned(),
+        format!("{s} / seq (1 t)"),
+    ];
+    let rows: Vec<Vec<String>> = table
+        .iter()
+        .map(|row| {
+            vec![
+                row.kernel.clone(),
+                row.reports.to_string(),
+                row.versus_fastest.text(),
+                format!("{} of {}", row.fastest_in, row.reports),
+                row.fastest_other.clone(),
+                format!("{:.3} ({})", row.closest.1, row.closest.0),
+                format!(
+                    "≥ {} of {} ({})",
+                    row.fewest_wins.1, row.reports, row.fewest_wins.0
+                ),
+                format!("{:.3} ({})", row.medians.1, row.medians.0),
+                row.one_thread.map_or_else(|| "–".to_owned(), Spread::text),
+            ]
+        })
+        .collect();
+    out.push_str(&match args.format {
+        StandingsFormat::Text => aligned(&header, &rows),
+        StandingsFormat::Markdown => markdown(&header, &rows),
+    });
+    let margin = 1.0 + args.within;
+    let behind: Vec<String> = table
+        .iter()
+        .filter(|row| row.versus_fastest.median > margin)
+        .map(|row| format!("{} ({:.2})", row.kernel, row.versus_fastest.median))
+        .collect();
+    let fastest: Vec<&str> = table
+        .iter()
+        .filter(|row| row.versus_fastest.median < 1.0)
+        .map(|row| row.kernel.as_str())
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nwithin {}% of the fastest other (median of {s} / fastest other ≤ {margin:.2}): {} of {} \
+         kernels{}",
+        (args.within * 1000.0).round() / 10.0,
+        table.len() - behind.len(),
+        table.len(),
+        if behind.is_empty() {
+            String::new()
+        } else {
+            format!("; not: {}", behind.join(", "))
+        }
+    );
+    let _ = writeln!(
+        out,
+        "fastest (median below 1.00): {}",
+        if fastest.is_empty() {
+            "none".to_owned()
+        } else {
+            fastest.join(", ")
+        }
+    );
+    let slowest_alone = table
+        .iter()
+        .filter_map(|row| Some((row.one_thread?.median, row.kernel.as_str())))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    if let Some((ratio, kernel)) = slowest_alone {
+        let _ = writeln!(
+            out,
+            "at 1 thread, the highest median of {s} / seq: {ratio:.3} ({kernel})"
+        );
+    }
+    out
+}
+
+fn aligned(header: &[String], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, entry) in widths.iter_mut().zip(row) {
+            *width = (*width).max(entry.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(entry, width)| format!("{entry}{}", " ".repeat(width - entry.chars().count())))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
+    let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+    let mut out = line(header);
+    out.push_str(&line(&vec!["---".to_owned(); header.len()]));
+    for row in rows {
+        out.push_str(&line(row));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report with one kernel's cells: `(scheduler, threads, time)`.
+    fn report(kernel: &str, cells: &[(&str, &str, f64)]) -> Report {
+        let mut report = Report::new("sweep", &["kernel", "scheduler", "threads"]);
+        for &(scheduler, threads, time) in cells {
+            let labels = [
+                ("kernel", kernel),
+                ("scheduler", scheduler),
+                ("threads", threads),
+            ];
+            report.cells.push(Cell::measured(&labels, vec![time; 3]));
+        }
+        report
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|&name| name.to_owned()).collect()
+    }
+
+    #[test]
+    fn every_column_follows_its_definition() {
+        let reports = [
+            // tree / fastest other: 0.9 (fastest: guided)
+            report(
+                "k",
+                &[
+                    ("tree", "2", 0.9),
+                    ("guided", "2", 1.0),
+                    ("static", "2", 1.2),
+                    ("tree", "1", 2.0),
+                    ("seq", "1", 2.0),
+                ],
+            ),
+            // 1.5 (static)
+            report(
+                "k",
+                &[
+                    ("tree", "2", 1.5),
+                    ("guided", "2", 2.0),
+                    ("static", "2", 1.0),
+                    ("tree", "1", 2.2),
+                    ("seq", "1", 2.0),
+                ],
+            ),
+            // 1.1 (guided)
+            report(
+                "k",
+                &[
+                    ("tree", "2", 1.1),
+                    ("guided", "2", 1.0),
+                    ("static", "2", 3.0),
+                ],
+            ),
+        ];
+        let table = standings(&reports, "tree", &names(&["static", "guided"]), 2);
+        assert_eq!(table.len(), 1);
+        let row = &table[0];
+        assert_eq!(row.reports, 3);
+        assert_eq!(
+            row.versus_fastest,
+            Spread {
+                median: 1.1,
+                min: 0.9,
+                max: 1.5
+            }
+        );
+        assert_eq!(row.fastest_in, 1);
+        assert_eq!(row.fastest_other, "guided");
+        // Paired medians: static of 0.75, 1.5, 0.367 → 0.75; guided of 0.9, 0.75, 1.1 → 0.9.
+        assert_eq!(row.closest.0, "guided");
+        assert!((row.closest.1 - 0.9).abs() < 1e-12);
+        // Beats static in 2 reports, guided in 2 (the first listed wins the tie).
+        assert_eq!(row.fewest_wins, ("static".to_owned(), 2));
+        // Medians: tree 1.1; static 1.2, guided 1.0 → 1.1 against guided.
+        assert_eq!(row.medians.0, "guided");
+        assert!((row.medians.1 - 1.1).abs() < 1e-12);
+        let one = row.one_thread.unwrap();
+        assert!((one.median - 1.05).abs() < 1e-12, "{one:?}");
+        let args = StandingsArgs {
+            files: Vec::new(),
+            scheduler: "tree".to_owned(),
+            versus: Vec::new(),
+            threads: None,
+            within: 0.05,
+            format: StandingsFormat::Text,
+        };
+        let text = render(&table, "tree", &names(&["static", "guided"]), 2, 3, &args);
+        assert!(
+            text.contains("at 1 thread, the highest median of tree / seq: 1.050 (k)"),
+            "{text}"
+        );
+        assert!(text.contains("not: k (1.10)"), "{text}");
+    }
+
+    #[test]
+    fn reports_missing_a_scheduler_or_with_a_failed_cell_are_left_out() {
+        let mut failed = report("k", &[("tree", "2", 5.0), ("guided", "2", 1.0)]);
+        failed.cells[1].error = Some("wrong result".to_owned());
+        let reports = [
+            report("k", &[("tree", "2", 1.0), ("guided", "2", 2.0)]),
+            report("k", &[("tree", "2", 9.0)]),
+            failed,
+        ];
+        let table = standings(&reports, "tree", &names(&["guided"]), 2);
+        assert_eq!(table[0].reports, 1);
+        assert_eq!(table[0].versus_fastest.median, 0.5);
+        assert!(table[0].one_thread.is_none());
+        // No kernel has every scheduler at 4 threads: no rows.
+        assert!(standings(&reports, "tree", &names(&["guided"]), 4).is_empty());
+    }
+
+    #[test]
+    fn kernels_keep_their_order_and_the_footer_counts_the_margin() {
+        let mut combined = report("b-kernel", &[("tree", "2", 1.2), ("guided", "2", 1.0)]);
+        combined
+            .cells
+            .extend(report("a-kernel", &[("tree", "2", 0.8), ("guided", "2", 1.0)]).cells);
+        let table = standings(
+            std::slice::from_ref(&combined),
+            "tree",
+            &names(&["guided"]),
+            2,
+        );
+        let kernels: Vec<&str> = table.iter().map(|row| row.kernel.as_str()).collect();
+        assert_eq!(kernels, ["b-kernel", "a-kernel"]);
+        let args = StandingsArgs {
+            files: Vec::new(),
+            scheduler: "tree".to_owned(),
+            versus: Vec::new(),
+            threads: None,
+            within: 0.05,
+            format: StandingsFormat::Markdown,
+        };
+        let text = render(&table, "tree", &names(&["guided"]), 2, 1, &args);
+        assert!(
+            text.contains("| b-kernel | 1 | 1.20 (1.20–1.20) | 0 of 1 |"),
+            "{text}"
+        );
+        assert!(text.contains("within 5% of the fastest other (median of tree / fastest other ≤ 1.05): 1 of 2 kernels; not: b-kernel (1.20)"), "{text}");
+        assert!(
+            text.contains("fastest (median below 1.00): a-kernel"),
+            "{text}"
+        );
+    }
+}
