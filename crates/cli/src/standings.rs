@@ -481,44 +481,39 @@ mod tests {
         report
     }
 
+    /// The defaults of the command line, in `format`.
+    fn args(format: StandingsFormat) -> StandingsArgs {
+        StandingsArgs {
+            files: Vec::new(),
+            scheduler: "tree".to_owned(),
+            versus: Vec::new(),
+            threads: None,
+            within: 0.05,
+            format,
+        }
+    }
+
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|&name| name.to_owned()).collect()
     }
 
     #[test]
     fn every_column_follows_its_definition() {
+        // At 2 threads tree, guided, static; at 1 thread tree and seq, when given.
+        let process = |tree: f64, guided: f64, stat: f64, one: Option<f64>| {
+            let mut cells = vec![
+                ("tree", "2", tree),
+                ("guided", "2", guided),
+                ("static", "2", stat),
+            ];
+            cells.extend(one.map(|tree| ("tree", "1", tree)));
+            cells.extend(one.map(|_| ("seq", "1", 2.0)));
+            report("k", &cells)
+        };
         let reports = [
-            // tree / fastest other: 0.9 (fastest: guided)
-            report(
-                "k",
-                &[
-                    ("tree", "2", 0.9),
-                    ("guided", "2", 1.0),
-                    ("static", "2", 1.2),
-                    ("tree", "1", 2.0),
-                    ("seq", "1", 2.0),
-                ],
-            ),
-            // 1.5 (static)
-            report(
-                "k",
-                &[
-                    ("tree", "2", 1.5),
-                    ("guided", "2", 2.0),
-                    ("static", "2", 1.0),
-                    ("tree", "1", 2.2),
-                    ("seq", "1", 2.0),
-                ],
-            ),
-            // 1.1 (guided)
-            report(
-                "k",
-                &[
-                    ("tree", "2", 1.1),
-                    ("guided", "2", 1.0),
-                    ("static", "2", 3.0),
-                ],
-            ),
+            process(0.9, 1.0, 1.2, Some(2.0)), // tree / fastest other 0.9 (guided)
+            process(1.5, 2.0, 1.0, Some(2.2)), // 1.5 (static)
+            process(1.1, 1.0, 3.0, None),      // 1.1 (guided)
         ];
         let table = standings(&reports, "tree", &names(&["static", "guided"]), 2);
         assert_eq!(table.len(), 1);
@@ -544,15 +539,14 @@ mod tests {
         assert!((row.medians.1 - 1.1).abs() < 1e-12);
         let one = row.one_thread.unwrap();
         assert!((one.median - 1.05).abs() < 1e-12, "{one:?}");
-        let args = StandingsArgs {
-            files: Vec::new(),
-            scheduler: "tree".to_owned(),
-            versus: Vec::new(),
-            threads: None,
-            within: 0.05,
-            format: StandingsFormat::Text,
-        };
-        let text = render(&table, "tree", &names(&["static", "guided"]), 2, 3, &args);
+        let text = render(
+            &table,
+            "tree",
+            &names(&["static", "guided"]),
+            2,
+            3,
+            &args(StandingsFormat::Text),
+        );
         assert!(
             text.contains("at 1 thread, the highest median of tree / seq: 1.050 (k)"),
             "{text}"
@@ -591,15 +585,14 @@ mod tests {
         );
         let kernels: Vec<&str> = table.iter().map(|row| row.kernel.as_str()).collect();
         assert_eq!(kernels, ["b-kernel", "a-kernel"]);
-        let args = StandingsArgs {
-            files: Vec::new(),
-            scheduler: "tree".to_owned(),
-            versus: Vec::new(),
-            threads: None,
-            within: 0.05,
-            format: StandingsFormat::Markdown,
-        };
-        let text = render(&table, "tree", &names(&["guided"]), 2, 1, &args);
+        let text = render(
+            &table,
+            "tree",
+            &names(&["guided"]),
+            2,
+            1,
+            &args(StandingsFormat::Markdown),
+        );
         assert!(
             text.contains("| b-kernel | 1 | 1.20 (1.20–1.20) | 0 of 1 |"),
             "{text}"
