@@ -391,12 +391,13 @@ fn render(
     let behind: Vec<String> = table
         .iter()
         .filter(|row| row.versus_fastest.median > margin)
-        .map(|row| format!("{} ({:.2})", row.kernel, row.versus_fastest.median))
+        .map(|row| format!("{} ({:.3})", row.kernel, row.versus_fastest.median))
         .collect();
-    let fastest: Vec<&str> = table
+    // Three decimals here: the table's two would show 0.997 as "1.00".
+    let fastest: Vec<String> = table
         .iter()
         .filter(|row| row.versus_fastest.median < 1.0)
-        .map(|row| row.kernel.as_str())
+        .map(|row| format!("{} ({:.3})", row.kernel, row.versus_fastest.median))
         .collect();
     let _ = writeln!(
         out,
@@ -551,7 +552,7 @@ mod tests {
             text.contains("at 1 thread, the highest median of tree / seq: 1.050 (k)"),
             "{text}"
         );
-        assert!(text.contains("not: k (1.10)"), "{text}");
+        assert!(text.contains("not: k (1.100)"), "{text}");
     }
 
     #[test]
@@ -597,9 +598,9 @@ mod tests {
             text.contains("| b-kernel | 1 | 1.20 (1.20–1.20) | 0 of 1 |"),
             "{text}"
         );
-        assert!(text.contains("within 5% of the fastest other (median of tree / fastest other ≤ 1.05): 1 of 2 kernels; not: b-kernel (1.20)"), "{text}");
+        assert!(text.contains("within 5% of the fastest other (median of tree / fastest other ≤ 1.05): 1 of 2 kernels; not: b-kernel (1.200)"), "{text}");
         assert!(
-            text.contains("fastest (median below 1.00): a-kernel"),
+            text.contains("fastest (median below 1.00): a-kernel (0.800)"),
             "{text}"
         );
     }

@@ -728,7 +728,7 @@ fn standings_rank_tree_over_reports_and_reject_bad_input() {
         assert!(row.contains(expected), "`{expected}` missing from: {row}");
     }
     assert!(
-        text.contains("fastest (median below 1.00): reduce"),
+        text.contains("fastest (median below 1.00): reduce (0.889)"),
         "{text}"
     );
 
