@@ -80,6 +80,9 @@ pub struct SweepArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub kernels: Option<Vec<String>>,
     /// Schedulers to run, comma-separated [default: tree,static,dynamic,guided,simple,rayon,seq].
+    ///
+    /// `dynamic:N`, `guided:N`, `simple:N` and `tree-fixed-grain:N` set the chunk or grain (OpenMP's
+    /// `schedule(dynamic, N)`; default 1); `dynamic,dynamic:64` measures both.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub schedulers: Option<Vec<String>>,
     /// Timed runs per cell in each round.

@@ -11,7 +11,9 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use parbench_kernels::{ExecutorKind, Kernel, Params, PinPolicy, find_kernel, registry};
+use parbench_kernels::{
+    ExecutorKind, Kernel, Params, PinPolicy, SchedulerSpec, find_kernel, registry,
+};
 
 use crate::args::FigureFormat;
 use crate::args::{Command, PinArg, PlotArgs, SweepArgs, SweepRoundArgs};
@@ -93,12 +95,12 @@ pub fn plan_from_args(args: &SweepArgs) -> Result<SweepPlan, CliError> {
             .filter(|k| k.is_default_suite())
             .collect(),
     };
-    let mut schedulers: Vec<ExecutorKind> = match &args.schedulers {
+    let mut schedulers: Vec<SchedulerSpec> = match &args.schedulers {
         Some(names) => names
             .iter()
             .map(|name| name.trim().parse())
             .collect::<Result<_, _>>()?,
-        None => DEFAULT_SCHEDULERS.to_vec(),
+        None => DEFAULT_SCHEDULERS.map(SchedulerSpec::from).to_vec(),
     };
     // Repeated flags accumulate; a name listed twice is measured once, at its first position.
     dedup_in_order(&mut kernels, |a, b| a.name() == b.name());
@@ -373,7 +375,7 @@ fn check_thread_counts(plan: &SweepPlan) -> Result<(), CliError> {
     let pools = plan
         .schedulers
         .iter()
-        .filter(|&&kind| kind != ExecutorKind::Seq)
+        .filter(|spec| spec.kind() != ExecutorKind::Seq)
         .count();
     if pools == 0 {
         return Ok(());
@@ -473,7 +475,7 @@ fn describe_plan(plan: &SweepPlan, rounds: usize, seed: u64) -> String {
         join(
             plan.schedulers
                 .iter()
-                .map(|s| s.name().to_owned())
+                .map(SchedulerSpec::to_string)
                 .collect()
         ),
         join(plan.threads.iter().map(usize::to_string).collect()),
@@ -559,14 +561,18 @@ fn list() -> Result<(), CliError> {
             }
         }
         writeln!(out)?;
-        writeln!(out, "Schedulers (* = in the default sweep):")?;
+        writeln!(
+            out,
+            "Schedulers (* = in the default sweep; NAME:N sets the chunk or grain, default 1):"
+        )?;
         for kind in ExecutorKind::ALL {
             let mark = if DEFAULT_SCHEDULERS.contains(&kind) {
                 "*"
             } else {
                 " "
             };
-            writeln!(out, "{mark} {}", kind.name())?;
+            let grain = if kind.takes_grain() { ":N" } else { "" };
+            writeln!(out, "{mark} {}{grain}", kind.name())?;
         }
         Ok(())
     })

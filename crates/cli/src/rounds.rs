@@ -24,7 +24,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use parbench_kernels::{ExecutorKind, Params, PinPolicy, find_kernel};
+use parbench_kernels::{Params, PinPolicy, SchedulerSpec, find_kernel};
 use serde::{Deserialize, Serialize};
 
 use crate::error::CliError;
@@ -43,7 +43,7 @@ pub const PROGRESS_PREFIX: &str = "parbench-progress:";
 /// use parbench_kernels::{find_kernel, ExecutorKind, Params, PinPolicy};
 /// let plan = SweepPlan {
 ///     kernels: vec![find_kernel("reduce")?],
-///     schedulers: vec![ExecutorKind::Rayon, ExecutorKind::Seq],
+///     schedulers: vec![ExecutorKind::Rayon.into(), ExecutorKind::Seq.into()],
 ///     threads: vec![1, 2],
 ///     runs: 3, warmup: 1, pin: PinPolicy::None,
 ///     params: Params::new().with("n", "4096"),
@@ -87,7 +87,7 @@ impl RoundRequest {
             schedulers: plan
                 .schedulers
                 .iter()
-                .map(|s| s.name().to_owned())
+                .map(SchedulerSpec::to_string)
                 .collect(),
             threads: plan.threads.clone(),
             runs: plan.runs,
@@ -122,7 +122,7 @@ impl RoundRequest {
             schedulers: self
                 .schedulers
                 .iter()
-                .map(|name| name.parse::<ExecutorKind>())
+                .map(|name| name.parse::<SchedulerSpec>())
                 .collect::<Result<_, _>>()?,
             threads: self.threads.clone(),
             runs: self.runs,
@@ -183,9 +183,10 @@ pub fn merge_rounds(plan: &SweepPlan, rounds: &[Report]) -> Vec<Cell> {
             continue;
         };
         let threads_text = threads.to_string();
+        let scheduler = kind.to_string();
         let labels = [
             ("kernel", plan.kernels[kernel_index].name()),
-            ("scheduler", kind.name()),
+            ("scheduler", scheduler.as_str()),
             ("threads", threads_text.as_str()),
         ];
         let found: Vec<(usize, &Cell)> = rounds
@@ -362,7 +363,10 @@ mod tests {
     fn plan() -> SweepPlan {
         SweepPlan {
             kernels: vec![find_kernel("reduce").unwrap()],
-            schedulers: vec![ExecutorKind::Rayon, ExecutorKind::Seq],
+            schedulers: vec![
+                parbench_kernels::ExecutorKind::Rayon.into(),
+                parbench_kernels::ExecutorKind::Seq.into(),
+            ],
             threads: vec![2],
             runs: 10,
             warmup: 0,

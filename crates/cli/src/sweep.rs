@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use parbench_kernels::{
     Executor, ExecutorKind, Kernel, KernelError, Params, PinPolicy, PreparedKernel, RunReport,
+    SchedulerSpec,
 };
 use thiserror::Error;
 
@@ -52,7 +53,7 @@ pub const LABELS: [&str; 3] = ["kernel", "scheduler", "threads"];
 /// use parbench_kernels::{registry, ExecutorKind, Params, PinPolicy};
 /// let plan = SweepPlan {
 ///     kernels: registry().iter().take(2).copied().collect(),
-///     schedulers: vec![ExecutorKind::Tree, ExecutorKind::Seq],
+///     schedulers: vec![ExecutorKind::Tree.into(), ExecutorKind::Seq.into()],
 ///     threads: vec![1, 2],
 ///     runs: 10,
 ///     warmup: 2,
@@ -67,8 +68,8 @@ pub const LABELS: [&str; 3] = ["kernel", "scheduler", "threads"];
 pub struct SweepPlan {
     /// Kernels, in measurement order.
     pub kernels: Vec<&'static dyn Kernel>,
-    /// Schedulers, in measurement order.
-    pub schedulers: Vec<ExecutorKind>,
+    /// Schedulers, in measurement order (`dynamic:64` and the like: [`SchedulerSpec`]).
+    pub schedulers: Vec<SchedulerSpec>,
     /// Thread counts, each at least 1.
     pub threads: Vec<usize>,
     /// Timed runs per cell, at least 1.
@@ -109,17 +110,17 @@ impl SweepPlan {
     /// use parbench_kernels::{registry, ExecutorKind, Params, PinPolicy};
     /// let plan = SweepPlan {
     ///     kernels: registry().iter().take(2).copied().collect(),
-    ///     schedulers: vec![ExecutorKind::Tree, ExecutorKind::Seq],
+    ///     schedulers: vec![ExecutorKind::Tree.into(), ExecutorKind::Seq.into()],
     ///     threads: vec![1, 2],
     ///     runs: 1, warmup: 0, pin: PinPolicy::None, params: Params::new(),
     ///     interleave: 1,
     /// };
-    /// assert_eq!(plan.cell_at(0), Some((0, 1, ExecutorKind::Tree)));
-    /// assert_eq!(plan.cell_at(3), Some((0, 2, ExecutorKind::Seq)));
-    /// assert_eq!(plan.cell_at(4), Some((1, 1, ExecutorKind::Tree)));
+    /// assert_eq!(plan.cell_at(0), Some((0, 1, ExecutorKind::Tree.into())));
+    /// assert_eq!(plan.cell_at(3), Some((0, 2, ExecutorKind::Seq.into())));
+    /// assert_eq!(plan.cell_at(4), Some((1, 1, ExecutorKind::Tree.into())));
     /// assert_eq!(plan.cell_at(8), None);
     /// ```
-    pub fn cell_at(&self, index: usize) -> Option<(usize, usize, ExecutorKind)> {
+    pub fn cell_at(&self, index: usize) -> Option<(usize, usize, SchedulerSpec)> {
         if index >= self.cell_count() {
             return None;
         }
@@ -149,7 +150,7 @@ impl SweepPlan {
     /// use parbench_cli::sweep::SweepPlan;
     /// use parbench_kernels::{ExecutorKind, Params, PinPolicy};
     /// let plan = SweepPlan {
-    ///     kernels: vec![], schedulers: vec![ExecutorKind::Seq], threads: vec![1],
+    ///     kernels: vec![], schedulers: vec![ExecutorKind::Seq.into()], threads: vec![1],
     ///     runs: 10, warmup: 3, pin: PinPolicy::None, params: Params::new(), interleave: 4,
     /// };
     /// assert_eq!(plan.runs_per_cell(), 3 + 10 + 3);
@@ -171,7 +172,7 @@ impl SweepPlan {
     /// use parbench_cli::sweep::SweepPlan;
     /// use parbench_kernels::{ExecutorKind, Params, PinPolicy};
     /// let plan = SweepPlan {
-    ///     kernels: vec![], schedulers: vec![ExecutorKind::Seq], threads: vec![1],
+    ///     kernels: vec![], schedulers: vec![ExecutorKind::Seq.into()], threads: vec![1],
     ///     runs: 10, warmup: 3, pin: PinPolicy::None, params: Params::new(), interleave: 4,
     /// };
     /// let blocks: Vec<_> = (0..4).map(|b| plan.block_runs(b)).collect();
@@ -226,7 +227,7 @@ pub enum SweepError {
 ///
 /// let plan = SweepPlan {
 ///     kernels: vec![find_kernel("reduce")?],
-///     schedulers: vec![ExecutorKind::Rayon, ExecutorKind::Seq],
+///     schedulers: vec![ExecutorKind::Rayon.into(), ExecutorKind::Seq.into()],
 ///     threads: vec![2],
 ///     runs: 2,
 ///     warmup: 0,
@@ -280,8 +281,8 @@ pub fn run_cells(
 /// The cells of `order` as the sets that are measured together: one cell at a time without
 /// interleaving, else each kernel and thread count's cells as one set. Each set is
 /// `((kernel index, threads), schedulers)`.
-fn turns(plan: &SweepPlan, order: &[usize]) -> Vec<((usize, usize), Vec<ExecutorKind>)> {
-    let mut sets: Vec<((usize, usize), Vec<ExecutorKind>)> = Vec::new();
+fn turns(plan: &SweepPlan, order: &[usize]) -> Vec<((usize, usize), Vec<SchedulerSpec>)> {
+    let mut sets: Vec<((usize, usize), Vec<SchedulerSpec>)> = Vec::new();
     for &index in order {
         let Some((kernel_index, threads, kind)) = plan.cell_at(index) else {
             continue;
@@ -304,7 +305,7 @@ fn turns(plan: &SweepPlan, order: &[usize]) -> Vec<((usize, usize), Vec<Executor
 fn measure_together(
     plan: &SweepPlan,
     (kernel_index, threads): (usize, usize),
-    kinds: &[ExecutorKind],
+    kinds: &[SchedulerSpec],
     inputs: &mut HashMap<(usize, usize), Box<dyn PreparedKernel>>,
     report: &mut Report,
     observer: &mut dyn SweepObserver,
@@ -366,7 +367,7 @@ pub const REWARM: Duration = Duration::from_millis(2);
 /// last, so an interleaved sweep keeps one pool per scheduler of the set (parked between its
 /// blocks) and calibrates each only once.
 struct CellRun {
-    kind: ExecutorKind,
+    kind: SchedulerSpec,
     threads: usize,
     executor: Option<Box<dyn Executor>>,
     /// `None` once handed to the report.
@@ -377,11 +378,12 @@ struct CellRun {
 }
 
 impl CellRun {
-    fn new(plan: &SweepPlan, kernel: &str, kind: ExecutorKind, threads: usize) -> CellRun {
+    fn new(plan: &SweepPlan, kernel: &str, kind: SchedulerSpec, threads: usize) -> CellRun {
         let threads_text = threads.to_string();
+        let scheduler = kind.to_string();
         let labels = [
             ("kernel", kernel),
-            ("scheduler", kind.name()),
+            ("scheduler", scheduler.as_str()),
             ("threads", threads_text.as_str()),
         ];
         CellRun {
@@ -764,7 +766,7 @@ mod tests {
     ) -> (SweepPlan, Report, Recorder) {
         let plan = SweepPlan {
             kernels: vec![kernel],
-            schedulers,
+            schedulers: schedulers.into_iter().map(Into::into).collect(),
             threads,
             runs,
             warmup,
@@ -920,7 +922,7 @@ mod tests {
     fn plan_counts_cells_and_runs() {
         let plan = SweepPlan {
             kernels: vec![],
-            schedulers: vec![ExecutorKind::Seq, ExecutorKind::Rayon],
+            schedulers: vec![ExecutorKind::Seq.into(), ExecutorKind::Rayon.into()],
             threads: vec![1, 2, 4],
             runs: 5,
             warmup: 1,

@@ -330,6 +330,11 @@ fn list_names_kernels_parameters_and_schedulers() {
     }
     for kind in parbench_kernels::ExecutorKind::ALL {
         assert!(text.contains(kind.name()));
+        assert_eq!(
+            text.contains(&format!(" {}:N", kind.name())),
+            kind.takes_grain(),
+            "{kind}"
+        );
     }
 }
 
@@ -345,6 +350,49 @@ fn unknown_kernel_is_one_line_listing_valid_kernels() {
 fn unknown_scheduler_is_one_line_listing_valid_schedulers() {
     let output = cli(&["sweep", "--kernels", "reduce", "--schedulers", "fast"]);
     assert_bad_input(&output, &["fast", "tree", "rayon", "seq"]);
+}
+
+#[test]
+fn chunks_and_grains_are_part_of_the_scheduler_name() {
+    let path = scratch("grains.json");
+    let mut args = TINY.to_vec();
+    let schedulers = args.iter().position(|&a| a == "--schedulers").unwrap();
+    // `dynamic:1` is `dynamic`, so it is measured once; the rounds run in child processes,
+    // which get the schedulers back from their names.
+    args[schedulers + 1] = "dynamic,dynamic:64,dynamic:1,simple:8,tree-fixed-grain:16";
+    args.extend(["-o", path.to_str().unwrap()]);
+    let output = cli(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: Report = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    let mut names: Vec<&str> = report
+        .cells
+        .iter()
+        .filter_map(|c| c.label("scheduler"))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(
+        names,
+        ["dynamic", "dynamic:64", "simple:8", "tree-fixed-grain:16"]
+    );
+    assert!(
+        report
+            .cells
+            .iter()
+            .all(|c| c.error.is_none() && c.summary.is_some())
+    );
+    for (spec, words) in [
+        (
+            "tree:8",
+            &["tree:8", "takes no chunk or grain", "dynamic"][..],
+        ),
+        ("dynamic:0", &["dynamic:0", "at least 1"][..]),
+        ("guided:many", &["guided:many", "`many`"][..]),
+        ("dynamo:4", &["dynamo", "dynamic"][..]),
+    ] {
+        let output = cli(&["sweep", "--kernels", "reduce", "--schedulers", spec]);
+        assert_bad_input(&output, words);
+    }
 }
 
 #[test]

@@ -23,6 +23,7 @@ mod rayon_pool;
 mod scheduler_pool;
 mod seq;
 mod spawn;
+mod spec;
 
 use std::any::Any;
 use std::fmt;
@@ -38,6 +39,7 @@ pub use rayon_pool::RayonExecutor;
 pub use scheduler_pool::SchedulerExecutor;
 pub use seq::SeqExecutor;
 pub use spawn::SpawnExecutor;
+pub use spec::SchedulerSpec;
 
 /// A way to run parallel loops and tasks; every kernel runs on any implementation.
 ///
@@ -292,6 +294,18 @@ impl ExecutorKind {
         }
     }
 
+    /// Whether this kind takes a chunk or grain (`name:N`, see [`SchedulerSpec`]): `dynamic`,
+    /// `guided`, `simple` and `tree-fixed-grain`.
+    pub fn takes_grain(self) -> bool {
+        matches!(
+            self,
+            ExecutorKind::Dynamic
+                | ExecutorKind::Guided
+                | ExecutorKind::Simple
+                | ExecutorKind::TreeFixedGrain
+        )
+    }
+
     /// Builds an executor of this kind with `threads` threads (its own pool, if it has one).
     ///
     /// `seq` ignores `threads` beyond checking it is not 0 and always reports one thread.
@@ -309,24 +323,7 @@ impl ExecutorKind {
     /// [`ExecutorError::ZeroThreads`] for 0 threads, [`ExecutorError::TooManyThreads`] for more
     /// threads than the process can start, [`ExecutorError::Build`] if the pool cannot be built.
     pub fn build(self, threads: usize, pin: PinPolicy) -> Result<Box<dyn Executor>, ExecutorError> {
-        if threads == 0 {
-            return Err(ExecutorError::ZeroThreads);
-        }
-        if self != ExecutorKind::Seq {
-            check_thread_count(threads)?;
-        }
-        match self {
-            ExecutorKind::Seq => Ok(Box::new(SeqExecutor::new())),
-            ExecutorKind::Spawn => Ok(Box::new(SpawnExecutor::new(threads).with_pinning(pin))),
-            ExecutorKind::Rayon => Ok(Box::new(RayonExecutor::new(threads, pin)?)),
-            ExecutorKind::Tree
-            | ExecutorKind::TreeNoTimespan
-            | ExecutorKind::TreeFixedGrain
-            | ExecutorKind::Static
-            | ExecutorKind::Dynamic
-            | ExecutorKind::Guided
-            | ExecutorKind::Simple => Ok(Box::new(SchedulerExecutor::new(self, threads, pin)?)),
-        }
+        SchedulerSpec::from(self).build(threads, pin)
     }
 }
 
@@ -402,6 +399,14 @@ pub enum ExecutorError {
     /// The OS refused to start a thread for a task.
     #[error("the OS refused to start a thread: {0}")]
     Spawn(#[source] io::Error),
+    /// A malformed `name:N` scheduler, or `:N` on a scheduler that takes no chunk or grain.
+    #[error("bad scheduler `{spec}`: {reason}")]
+    BadGrain {
+        /// The scheduler as written.
+        spec: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// More threads were asked for than this process can start (see [`check_thread_count`]).
     #[error(
         "cannot run {requested} threads: this process can start about {available} more ({limit})"

@@ -36,7 +36,8 @@ mod registry;
 
 pub use executor::{
     Executor, ExecutorError, ExecutorKind, PinPolicy, RayonExecutor, SchedulerExecutor,
-    SeqExecutor, SpawnExecutor, check_thread_count, par_chunks_mut, parallel_for, parallel_sum,
+    SchedulerSpec, SeqExecutor, SpawnExecutor, check_thread_count, par_chunks_mut, parallel_for,
+    parallel_sum,
 };
 pub use kernel::{Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport};
 pub use kernels::smt::{InstrClass, declared_class};

@@ -106,7 +106,7 @@ impl Study for FarAtomics {
                 }
                 let plan = SweepPlan {
                     kernels: vec![kernel],
-                    schedulers: EXECUTORS.to_vec(),
+                    schedulers: EXECUTORS.map(Into::into).to_vec(),
                     threads: vec![threads],
                     runs,
                     warmup,
@@ -151,7 +151,7 @@ impl Study for FarAtomics {
                 }
                 let plan = SweepPlan {
                     kernels: vec![round],
-                    schedulers: vec![ExecutorKind::Spawn],
+                    schedulers: vec![ExecutorKind::Spawn.into()],
                     threads: vec![threads],
                     runs: round_runs,
                     warmup: scale.pick(0, 2, 5),

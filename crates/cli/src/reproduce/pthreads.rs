@@ -63,7 +63,7 @@ impl Study for PthreadsStudy {
         for method in METHODS {
             let plan = SweepPlan {
                 kernels: vec![trapezoid],
-                schedulers: vec![ExecutorKind::Spawn, ExecutorKind::Seq],
+                schedulers: vec![ExecutorKind::Spawn.into(), ExecutorKind::Seq.into()],
                 threads: threads.clone(),
                 runs,
                 warmup,
@@ -101,7 +101,7 @@ impl Study for PthreadsStudy {
         let creation_runs = run.runs(2, 30, 100);
         let plan = SweepPlan {
             kernels: vec![spawn_cost],
-            schedulers: vec![ExecutorKind::Spawn, ExecutorKind::Tree],
+            schedulers: vec![ExecutorKind::Spawn.into(), ExecutorKind::Tree.into()],
             threads: vec![top],
             runs: creation_runs,
             warmup: scale.pick(0, 2, 5),

@@ -98,7 +98,7 @@ impl Study for SchedulerStudy {
                     .into_iter()
                     .map(find_kernel)
                     .collect::<Result<_, _>>()?,
-                schedulers: SCHEDULERS.to_vec(),
+                schedulers: SCHEDULERS.map(Into::into).to_vec(),
                 threads: threads.clone(),
                 runs,
                 warmup,

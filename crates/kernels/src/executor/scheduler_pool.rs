@@ -5,7 +5,7 @@
 //! its own pool (built with [`ThreadPoolBuilder`]), so cells of a sweep do not share threads.
 //! The baselines use the defaults of the runtimes they stand for: OpenMP `dynamic` and `guided`
 //! with chunk 1, TBB `simple_partitioner` with grain 1, and the fixed-grain tree ablation with
-//! grain 1 too. Tasks ([`Executor::for_each_task`]) are a loop over the task indices with the
+//! grain 1 too, unless the scheduler is written `name:N` ([`crate::SchedulerSpec`]). Tasks ([`Executor::for_each_task`]) are a loop over the task indices with the
 //! executor's strategy, so the strategy shapes task kernels as well.
 
 use std::ops::Range;
@@ -18,7 +18,8 @@ use parbench_scheduler::{
 
 use super::{Executor, ExecutorError, ExecutorKind, PinPolicy};
 
-/// Grain / chunk of the baselines and the fixed-grain ablation (the runtimes' defaults).
+/// Grain / chunk of the baselines and the fixed-grain ablation unless one is given (the runtimes'
+/// defaults; [`crate::SchedulerSpec::DEFAULT_GRAIN`]).
 const BASELINE_GRAIN: usize = 1;
 
 /// A parbench-scheduler pool with the strategy of one [`ExecutorKind`].
@@ -45,20 +46,30 @@ impl SchedulerExecutor {
     /// [`ExecutorError::Build`] if `kind` is not a parbench-scheduler strategy or the pool cannot
     /// be built; [`ExecutorError::Spawn`] if the OS refuses a worker thread.
     pub fn new(kind: ExecutorKind, threads: usize, pin: PinPolicy) -> Result<Self, ExecutorError> {
+        Self::with_grain(kind, threads, pin, BASELINE_GRAIN)
+    }
+
+    /// [`SchedulerExecutor::new`] with chunk or grain `grain` for the kinds that take one
+    /// (`dynamic`, `guided`, `simple`, `tree-fixed-grain`; see [`crate::SchedulerSpec`]); the
+    /// other kinds ignore it.
+    ///
+    /// # Errors
+    /// As [`SchedulerExecutor::new`]; a `grain` of 0 runs as 1.
+    pub fn with_grain(
+        kind: ExecutorKind,
+        threads: usize,
+        pin: PinPolicy,
+        grain: usize,
+    ) -> Result<Self, ExecutorError> {
+        let grain = grain.max(1);
         let strategy = match kind {
             ExecutorKind::Tree => Strategy::default(),
             ExecutorKind::TreeNoTimespan => Strategy::tree_no_timespan(),
-            ExecutorKind::TreeFixedGrain => Strategy::tree_fixed_grain(BASELINE_GRAIN),
+            ExecutorKind::TreeFixedGrain => Strategy::tree_fixed_grain(grain),
             ExecutorKind::Static => Strategy::Static,
-            ExecutorKind::Dynamic => Strategy::Dynamic {
-                chunk: BASELINE_GRAIN,
-            },
-            ExecutorKind::Guided => Strategy::Guided {
-                min_chunk: BASELINE_GRAIN,
-            },
-            ExecutorKind::Simple => Strategy::Simple {
-                grain: BASELINE_GRAIN,
-            },
+            ExecutorKind::Dynamic => Strategy::Dynamic { chunk: grain },
+            ExecutorKind::Guided => Strategy::Guided { min_chunk: grain },
+            ExecutorKind::Simple => Strategy::Simple { grain },
             ExecutorKind::Rayon | ExecutorKind::Spawn | ExecutorKind::Seq => {
                 return Err(ExecutorError::Build {
                     kind,
