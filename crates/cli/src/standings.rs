@@ -22,16 +22,21 @@
 //! A report is used for a kernel only if it has a measured cell for S and for every other at that
 //! thread count. A footer counts the kernels within `--within` of the fastest other and those where
 //! S was fastest (median of S / fastest other below 1).
+//!
+//! `--format csv` and `--format json` print the same figures as data, at full precision, one row
+//! (object) per kernel, without header text or footer; see [`StandingRow`] for the columns.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use serde::Serialize;
 
 use crate::commands::{read_report, write_stdout};
 use crate::compare::parse_percent;
 use crate::error::CliError;
+use crate::export::csv::quote;
 use crate::results::{Cell, Report};
 use crate::stats::median;
 
@@ -57,7 +62,8 @@ pub struct StandingsArgs {
     /// The margin the footer counts kernels within, e.g. `5%` or `5`.
     #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
     pub within: f64,
-    /// `text` (aligned columns) or `markdown` (a table to paste into a document).
+    /// `text` (aligned columns), `markdown` (a table to paste into a document), or `csv` / `json`
+    /// (the figures as data at full precision, one row per kernel, no header text or footer).
     #[arg(long, value_enum, default_value_t = StandingsFormat::Text)]
     pub format: StandingsFormat,
 }
@@ -69,6 +75,126 @@ pub enum StandingsFormat {
     Text,
     /// A Markdown table.
     Markdown,
+    /// CSV, one row per kernel ([`StandingRow`]'s fields as columns).
+    Csv,
+    /// JSON: the comparison and one [`StandingRow`] per kernel.
+    Json,
+}
+
+/// One kernel's standing as data (`--format csv|json`): the figures of [`Standing`] flattened,
+/// ratios unrounded. A missing one-thread figure is an empty CSV field and `null` in JSON.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StandingRow {
+    /// The kernel.
+    pub kernel: String,
+    /// Reports used for this kernel.
+    pub reports: usize,
+    /// Median over reports of the ranked scheduler's time over the fastest other's.
+    pub versus_fastest: f64,
+    /// The lowest of those ratios.
+    pub versus_fastest_min: f64,
+    /// The highest of those ratios.
+    pub versus_fastest_max: f64,
+    /// Reports in which the ranked scheduler beat every other.
+    pub fastest_in: usize,
+    /// The other that was fastest in the most reports.
+    pub fastest_other: String,
+    /// The other with the highest median of paired ratios …
+    pub paired_highest_versus: String,
+    /// … and that median.
+    pub paired_highest: f64,
+    /// The other that the ranked scheduler beat in the fewest reports …
+    pub fewest_wins_versus: String,
+    /// … and in how many it beat it.
+    pub fewest_wins: usize,
+    /// The other with the lowest median time over reports …
+    pub medians_versus: String,
+    /// … and the ranked scheduler's median over it.
+    pub medians: f64,
+    /// Median over reports of the ranked scheduler's time at one thread over `seq`'s.
+    pub one_thread: Option<f64>,
+    /// The lowest of those ratios.
+    pub one_thread_min: Option<f64>,
+    /// The highest of those ratios.
+    pub one_thread_max: Option<f64>,
+}
+
+impl From<&Standing> for StandingRow {
+    fn from(standing: &Standing) -> StandingRow {
+        StandingRow {
+            kernel: standing.kernel.clone(),
+            reports: standing.reports,
+            versus_fastest: standing.versus_fastest.median,
+            versus_fastest_min: standing.versus_fastest.min,
+            versus_fastest_max: standing.versus_fastest.max,
+            fastest_in: standing.fastest_in,
+            fastest_other: standing.fastest_other.clone(),
+            paired_highest_versus: standing.closest.0.clone(),
+            paired_highest: standing.closest.1,
+            fewest_wins_versus: standing.fewest_wins.0.clone(),
+            fewest_wins: standing.fewest_wins.1,
+            medians_versus: standing.medians.0.clone(),
+            medians: standing.medians.1,
+            one_thread: standing.one_thread.map(|s| s.median),
+            one_thread_min: standing.one_thread.map(|s| s.min),
+            one_thread_max: standing.one_thread.map(|s| s.max),
+        }
+    }
+}
+
+/// The CSV columns, in [`StandingRow`]'s field order.
+const CSV_COLUMNS: [&str; 16] = [
+    "kernel",
+    "reports",
+    "versus_fastest",
+    "versus_fastest_min",
+    "versus_fastest_max",
+    "fastest_in",
+    "fastest_other",
+    "paired_highest_versus",
+    "paired_highest",
+    "fewest_wins_versus",
+    "fewest_wins",
+    "medians_versus",
+    "medians",
+    "one_thread",
+    "one_thread_min",
+    "one_thread_max",
+];
+
+impl StandingRow {
+    /// The row's CSV fields, in [`CSV_COLUMNS`] order.
+    fn csv_fields(&self) -> [String; 16] {
+        let optional = |value: Option<f64>| value.map_or_else(String::new, |v| v.to_string());
+        [
+            quote(&self.kernel),
+            self.reports.to_string(),
+            self.versus_fastest.to_string(),
+            self.versus_fastest_min.to_string(),
+            self.versus_fastest_max.to_string(),
+            self.fastest_in.to_string(),
+            quote(&self.fastest_other),
+            quote(&self.paired_highest_versus),
+            self.paired_highest.to_string(),
+            quote(&self.fewest_wins_versus),
+            self.fewest_wins.to_string(),
+            quote(&self.medians_versus),
+            self.medians.to_string(),
+            optional(self.one_thread),
+            optional(self.one_thread_min),
+            optional(self.one_thread_max),
+        ]
+    }
+}
+
+/// What `--format json` prints.
+#[derive(Debug, Serialize)]
+struct StandingsData<'a> {
+    scheduler: &'a str,
+    versus: &'a [String],
+    threads: usize,
+    files: usize,
+    kernels: Vec<StandingRow>,
 }
 
 /// A median over reports with the lowest and highest value.
@@ -326,14 +452,34 @@ pub fn run(args: &StandingsArgs) -> Result<(), CliError> {
         }
     }
     let table = standings(&reports, &args.scheduler, &versus, threads);
-    let text = render(
-        &table,
-        &args.scheduler,
-        &versus,
-        threads,
-        reports.len(),
-        args,
-    );
+    let text = match args.format {
+        StandingsFormat::Text | StandingsFormat::Markdown => render(
+            &table,
+            &args.scheduler,
+            &versus,
+            threads,
+            reports.len(),
+            args,
+        ),
+        StandingsFormat::Csv => {
+            let mut text = CSV_COLUMNS.join(",") + "\n";
+            for row in &table {
+                text.push_str(&StandingRow::from(row).csv_fields().join(","));
+                text.push('\n');
+            }
+            text
+        }
+        StandingsFormat::Json => {
+            let data = StandingsData {
+                scheduler: &args.scheduler,
+                versus: &versus,
+                threads,
+                files: reports.len(),
+                kernels: table.iter().map(StandingRow::from).collect(),
+            };
+            serde_json::to_string_pretty(&data).expect("plain data serializes") + "\n"
+        }
+    };
     write_stdout(|out| out.write_all(text.as_bytes()))
 }
 
@@ -384,8 +530,8 @@ fn render(
         })
         .collect();
     out.push_str(&match args.format {
-        StandingsFormat::Text => aligned(&header, &rows),
         StandingsFormat::Markdown => markdown(&header, &rows),
+        _ => aligned(&header, &rows),
     });
     let margin = 1.0 + args.within;
     let behind: Vec<String> = table
@@ -568,6 +714,17 @@ mod tests {
         assert_eq!(table[0].reports, 1);
         assert_eq!(table[0].versus_fastest.median, 0.5);
         assert!(table[0].one_thread.is_none());
+        // As data, the missing one-thread figure is empty in CSV and null in JSON.
+        let row = StandingRow::from(&table[0]);
+        let fields = row.csv_fields();
+        assert_eq!(fields.len(), CSV_COLUMNS.len());
+        assert_eq!(&fields[..3], ["k", "1", "0.5"]);
+        assert!(fields[13..].iter().all(String::is_empty), "{fields:?}");
+        let json = serde_json::to_value(&row).unwrap();
+        assert!(
+            json["one_thread"].is_null() && json["medians"] == 0.5,
+            "{json}"
+        );
         // No kernel has every scheduler at 4 threads: no rows.
         assert!(standings(&reports, "tree", &names(&["guided"]), 4).is_empty());
     }

@@ -787,6 +787,33 @@ fn standings_rank_tree_over_reports_and_reject_bad_input() {
         "{text}"
     );
 
+    // As data: full precision, no header text or footer.
+    let mut data_args = vec!["standings"];
+    data_args.extend(&paths);
+    data_args.extend(["--format", "csv"]);
+    let csv = stdout(&cli(&data_args));
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 2, "{csv}");
+    assert!(
+        lines[0].starts_with("kernel,reports,versus_fastest,"),
+        "{csv}"
+    );
+    let fields: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(fields.len(), lines[0].split(',').count(), "{csv}");
+    assert_eq!((fields[0], fields[1], fields[5]), ("reduce", "3", "2"));
+    let ratio: f64 = fields[2].parse().unwrap();
+    assert!((ratio - 0.8 / 0.9).abs() < 1e-12, "{ratio}");
+    *data_args.last_mut().unwrap() = "json";
+    let json: serde_json::Value = serde_json::from_str(&stdout(&cli(&data_args))).unwrap();
+    assert_eq!(
+        (json["scheduler"].as_str(), json["files"].as_u64()),
+        (Some("tree"), Some(3))
+    );
+    let kernel = &json["kernels"][0];
+    assert_eq!(kernel["fastest_other"], "guided");
+    assert!((kernel["versus_fastest_max"].as_f64().unwrap() - 2.0).abs() < 1e-12);
+    assert_eq!(kernel["one_thread"].as_f64(), Some(1.0));
+
     let first = paths[0];
     assert_bad_input(
         &cli(&["standings", first, "--threads", "0"]),

@@ -173,7 +173,7 @@ fn cell_fields(label_names: &[String], cell: &Cell) -> Vec<String> {
 }
 
 /// Quotes a field when it contains a separator, a quote or a line break (RFC 4180).
-fn quote(field: &str) -> String {
+pub(crate) fn quote(field: &str) -> String {
     if field.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", field.replace('"', "\"\""))
     } else {
