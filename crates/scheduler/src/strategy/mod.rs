@@ -280,8 +280,10 @@ pub(crate) struct LoopCall<'a> {
     /// call's tasks, may sit beside the call in the caller's frame. On `floorplan` (nested lazy
     /// calls, 2 threads) tree took 5.7–7.0 % less time padded than unpadded, in three
     /// alternating batches of 30–40 processes (tree / simple 1.02 → 0.96–0.98); aligning the
-    /// whole call to 128 bytes without separating the cursor gave about half of that. Dynamic
-    /// and guided, whose claims contend anyway, did not move.
+    /// whole call to 128 bytes without separating the cursor gave about half of that, and
+    /// padding the root count as well took it back (tree 630 → 651 µs): the layout matters in
+    /// ways false sharing alone does not explain. Dynamic and guided, whose claims contend
+    /// anyway, did not move.
     pub(crate) cursor: CachePadded<AtomicUsize>,
 }
 
