@@ -17,7 +17,9 @@
 //! speed-ups are paired by round ([`crate::stats::Relative::paired`]).
 //!
 //! Progress: the child reports on stderr with lines starting with [`PROGRESS_PREFIX`]; the parent
-//! drives its one progress bar from them and passes any other line through.
+//! drives its one progress bar from them and passes any other line through. Finished runs are
+//! reported at most every 100 ms and at the end of each cell, not after every run: each line
+//! wakes the parent, which would otherwise run beside the start of nearly every timed run.
 
 use std::fs;
 use std::io::{BufRead, BufReader};
