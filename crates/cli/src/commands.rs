@@ -22,7 +22,7 @@ use crate::error::CliError;
 use crate::export::ExportFormat;
 use crate::plot::{render_png, render_svg};
 use crate::progress::Progress;
-use crate::results::{Report, SCHEMA_VERSION};
+use crate::results::{ROUNDS_DONE_SETTING, Report, SCHEMA_VERSION};
 use crate::rounds::{RoundEvent, RoundRequest, merge_rounds, round_orders, run_round_in_child};
 use crate::sweep::{LABELS, SweepError, SweepObserver, SweepPlan, run_cells};
 
@@ -253,6 +253,8 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
     })?;
     let progress = Progress::new(plan.total_runs() * args.rounds as u64, args.quiet);
     let mut rounds = Vec::new();
+    // Complete rounds: a failed round's cells are kept, but the report then says it stopped early.
+    let mut complete = 0;
     let mut failure = None;
     for (round, order) in orders.into_iter().enumerate() {
         let request = RoundRequest::new(&plan, round, order);
@@ -265,7 +267,10 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
         };
         let mut partial = None;
         match run_round_in_child(&request, &scratch, &mut on_event, &mut partial) {
-            Ok(round_report) => rounds.push(round_report),
+            Ok(round_report) => {
+                rounds.push(round_report);
+                complete += 1;
+            }
             Err(error) => {
                 rounds.extend(partial);
                 failure = Some(error);
@@ -281,6 +286,10 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
                 .insert(format!("pid.round{}", round + 1), pid.clone());
         }
         report.cells = merge_rounds(&plan, &rounds);
+        report
+            .metadata
+            .settings
+            .insert(ROUNDS_DONE_SETTING.to_owned(), complete.to_string());
         if let Some(output) = &output {
             output.write(&report)?;
         }
@@ -476,6 +485,7 @@ fn sweep_metadata(
     settings.insert("runs".to_owned(), plan.runs.to_string());
     settings.insert("warmup".to_owned(), plan.warmup.to_string());
     settings.insert("rounds".to_owned(), rounds.to_string());
+    settings.insert(ROUNDS_DONE_SETTING.to_owned(), "0".to_owned());
     settings.insert("interleave".to_owned(), plan.blocks().to_string());
     settings.insert("seed".to_owned(), seed.to_string());
     for (round, order) in orders.iter().enumerate() {
@@ -590,6 +600,30 @@ pub fn read_report(path: &Path) -> Result<Report, CliError> {
         )));
     }
     Ok(report)
+}
+
+/// Reads the JSON reports `paths` for a command that sets them side by side (`standings`,
+/// `compare`), refusing the report of an unfinished sweep unless `allow_partial`: a file read
+/// while its sweep still runs holds fewer rounds than the others, and nothing else would show it.
+///
+/// # Errors
+/// What [`read_report`] returns, and [`CliError::UnfinishedResults`] for the first report that
+/// holds fewer rounds than its sweep planned ([`Report::unfinished_rounds`]).
+pub fn read_reports(paths: &[PathBuf], allow_partial: bool) -> Result<Vec<Report>, CliError> {
+    paths
+        .iter()
+        .map(|path| {
+            let report = read_report(path)?;
+            match report.unfinished_rounds() {
+                Some((held, planned)) if !allow_partial => Err(CliError::UnfinishedResults {
+                    path: path.clone(),
+                    held,
+                    planned,
+                }),
+                _ => Ok(report),
+            }
+        })
+        .collect()
 }
 
 fn list() -> Result<(), CliError> {

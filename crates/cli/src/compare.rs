@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::commands::{read_report, write_stdout};
+use crate::commands::{read_reports, write_stdout};
 use crate::error::CliError;
 use crate::export::text_grid::{format_ratio, format_seconds};
 use crate::results::{Cell, Report};
@@ -38,6 +38,10 @@ pub struct CompareArgs {
     /// Changes smaller than this are reported as no significant difference, e.g. `5%` or `5`.
     #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
     pub threshold: f64,
+    /// Use reports of unfinished sweeps too (fewer rounds than planned: still running, or
+    /// stopped early); without it such a report is an error.
+    #[arg(long)]
+    pub allow_partial: bool,
 }
 
 /// Parses `5%` or `5` as the fraction 0.05.
@@ -150,11 +154,7 @@ pub fn compare_samples(baseline: &[f64], other: &[f64], threshold: f64) -> Optio
 /// # Errors
 /// [`CliError`] when a file cannot be read or is not a report.
 pub fn run(args: &CompareArgs) -> Result<(), CliError> {
-    let reports: Vec<Report> = args
-        .files
-        .iter()
-        .map(|path| read_report(path))
-        .collect::<Result<_, _>>()?;
+    let reports = read_reports(&args.files, args.allow_partial)?;
     let names: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
     let text = render(&reports, &names, args.threshold);
     write_stdout(|out| out.write_all(text.as_bytes()))

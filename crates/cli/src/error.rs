@@ -51,6 +51,21 @@ pub enum CliError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The report of a sweep that holds fewer rounds than it planned (`standings`, `compare`
+    /// without `--allow-partial`).
+    #[error(
+        "{} holds {held} of the {planned} rounds its sweep planned (the sweep is still running \
+         or stopped early); wait for it, leave the file out, or pass --allow-partial",
+        path.display()
+    )]
+    UnfinishedResults {
+        /// The file.
+        path: PathBuf,
+        /// Complete rounds in it.
+        held: usize,
+        /// Rounds its sweep planned.
+        planned: usize,
+    },
     /// The figure could not be drawn.
     #[error(transparent)]
     Plot(#[from] PlotError),

@@ -20,6 +20,11 @@ use crate::stats::{Relative, RoundSpread, Summary};
 /// Version of the JSON layout; bumped on incompatible changes so that readers can refuse old files.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The metadata setting in which `sweep` records how many of its rounds the report holds
+/// (`rounds` is how many it planned). A sweep rewrites its file after every round, so until it
+/// ends the file holds fewer.
+pub const ROUNDS_DONE_SETTING: &str = "rounds.done";
+
 /// The results of one command invocation.
 ///
 /// ```
@@ -52,6 +57,38 @@ impl Report {
             metadata: Metadata::default(),
             cells: Vec::new(),
         }
+    }
+
+    /// `Some((held, planned))` when this is the report of a sweep that holds fewer complete
+    /// rounds than it planned: one still running (a sweep rewrites its file after every round) or
+    /// one that stopped early. Its cells have fewer samples than the other reports of the same
+    /// command, and its rounds are not the ones the sweep's order planned.
+    ///
+    /// Reports written before `sweep` recorded [`ROUNDS_DONE_SETTING`] are judged by the most
+    /// round medians any of their cells has; a report that says neither is taken as finished.
+    ///
+    /// ```
+    /// use parbench_cli::results::{Report, ROUNDS_DONE_SETTING};
+    /// let mut report = Report::new("sweep", &["kernel"]);
+    /// report.metadata.settings.insert("rounds".into(), "3".into());
+    /// report.metadata.settings.insert(ROUNDS_DONE_SETTING.into(), "2".into());
+    /// assert_eq!(report.unfinished_rounds(), Some((2, 3)));
+    /// report.metadata.settings.insert(ROUNDS_DONE_SETTING.into(), "3".into());
+    /// assert_eq!(report.unfinished_rounds(), None);
+    /// ```
+    pub fn unfinished_rounds(&self) -> Option<(usize, usize)> {
+        let settings = &self.metadata.settings;
+        let planned: usize = settings.get("rounds")?.parse().ok()?;
+        let held = match settings.get(ROUNDS_DONE_SETTING) {
+            Some(done) => done.parse().ok()?,
+            None => self
+                .cells
+                .iter()
+                .filter_map(|cell| cell.rounds.as_ref())
+                .map(|rounds| rounds.medians.len())
+                .max()?,
+        };
+        (held < planned).then_some((held, planned))
     }
 }
 
@@ -206,5 +243,45 @@ impl MetricSeries {
         } else {
             format!("{}={value} {}", self.name, self.unit)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sweep report planned for `planned` rounds whose one cell holds `held` of them, as written
+    /// before `rounds.done` was recorded.
+    fn older_report(planned: &str, held: usize) -> Report {
+        let mut report = Report::new("sweep", &["kernel"]);
+        report
+            .metadata
+            .settings
+            .insert("rounds".to_owned(), planned.to_owned());
+        let round = [1e-3, 2e-3];
+        let rounds: Vec<&[f64]> = vec![&round; held];
+        let mut cell = Cell::measured(&[("kernel", "reduce")], round.repeat(held));
+        cell.rounds = RoundSpread::from_rounds(&rounds);
+        report.cells.push(cell);
+        report
+    }
+
+    #[test]
+    fn older_reports_are_judged_by_their_cells_round_medians() {
+        assert_eq!(older_report("3", 2).unfinished_rounds(), Some((2, 3)));
+        assert_eq!(older_report("3", 3).unfinished_rounds(), None);
+        // Nothing tells: a report without rounds per cell, or one not written by a sweep.
+        let mut bare = older_report("3", 1);
+        bare.cells[0].rounds = None;
+        assert_eq!(bare.unfinished_rounds(), None);
+        bare.metadata.settings.clear();
+        assert_eq!(bare.unfinished_rounds(), None);
+        // The recorded count wins over the cells.
+        let mut recorded = older_report("3", 3);
+        recorded
+            .metadata
+            .settings
+            .insert(ROUNDS_DONE_SETTING.to_owned(), "1".to_owned());
+        assert_eq!(recorded.unfinished_rounds(), Some((1, 3)));
     }
 }

@@ -33,7 +33,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use crate::commands::{read_report, write_stdout};
+use crate::commands::{read_reports, write_stdout};
 use crate::compare::parse_percent;
 use crate::error::CliError;
 use crate::export::csv::quote;
@@ -66,6 +66,11 @@ pub struct StandingsArgs {
     /// (the figures as data at full precision, one row per kernel, no header text or footer).
     #[arg(long, value_enum, default_value_t = StandingsFormat::Text)]
     pub format: StandingsFormat,
+    /// Use reports of unfinished sweeps too (fewer rounds than planned: still running, or
+    /// stopped early); without it such a report is an error, since it would count as a whole
+    /// process's verdict.
+    #[arg(long)]
+    pub allow_partial: bool,
 }
 
 /// How `standings` prints its table.
@@ -409,11 +414,7 @@ fn standing(
 /// when the ranked scheduler or one of the others has no measured cell at that thread count in
 /// any report.
 pub fn run(args: &StandingsArgs) -> Result<(), CliError> {
-    let reports: Vec<Report> = args
-        .files
-        .iter()
-        .map(|path| read_report(path))
-        .collect::<Result<_, _>>()?;
+    let reports = read_reports(&args.files, args.allow_partial)?;
     let versus: Vec<String> = if args.versus.is_empty() {
         DEFAULT_VERSUS
             .iter()
@@ -637,6 +638,7 @@ mod tests {
             threads: None,
             within: 0.05,
             format,
+            allow_partial: false,
         }
     }
 

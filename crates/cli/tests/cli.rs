@@ -123,6 +123,12 @@ fn rounds_run_in_seeded_shuffled_orders_that_are_recorded() {
     let report: Report = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
     let setting = |name: &str| report.metadata.settings.get(name).cloned();
     assert_eq!(setting("rounds").as_deref(), Some("3"));
+    assert_eq!(
+        setting("rounds.done").as_deref(),
+        Some("3"),
+        "a finished sweep"
+    );
+    assert_eq!(report.unfinished_rounds(), None);
     assert_eq!(setting("seed").as_deref(), Some("11"));
     let orders = parbench_cli::rounds::round_orders(4, 3, 11);
     for (round, order) in orders.iter().enumerate() {
@@ -531,6 +537,11 @@ fn results_measured_before_an_error_are_still_written() {
         "the spmv cell measured before the error"
     );
     assert_eq!(report.cells[0].label("kernel"), Some("spmv-balanced"));
+    assert_eq!(
+        report.unfinished_rounds(),
+        Some((0, 1)),
+        "the failed round is not a complete one"
+    );
     assert!(
         stdout(&output).contains("spmv-balanced"),
         "stdout still gets the partial table"
@@ -838,6 +849,40 @@ fn standings_rank_tree_over_reports_and_reject_bad_input() {
         Some(2),
         "one file at least"
     );
+
+    // A report read while its sweep still runs (2 of 3 rounds so far) is refused, by `compare`
+    // too, unless asked for.
+    let mut unfinished = standings_report(0.5, 1.0);
+    let settings = &mut unfinished.metadata.settings;
+    settings.insert("rounds".to_owned(), "3".to_owned());
+    settings.insert("rounds.done".to_owned(), "2".to_owned());
+    let partial = scratch("standings-unfinished.json");
+    fs::write(&partial, serde_json::to_vec(&unfinished).unwrap()).unwrap();
+    let partial = partial.to_str().unwrap();
+    let mut with_partial = vec!["standings"];
+    with_partial.extend(&paths);
+    with_partial.push(partial);
+    assert_bad_input(
+        &cli(&with_partial),
+        &[
+            "standings-unfinished.json holds 2 of the 3 rounds",
+            "--allow-partial",
+        ],
+    );
+    assert_bad_input(
+        &cli(&["compare", first, partial]),
+        &["standings-unfinished.json", "--allow-partial"],
+    );
+    with_partial.push("--allow-partial");
+    let output = cli(&with_partial);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("— 4 reports"),
+        "{}",
+        stdout(&output)
+    );
+    let output = cli(&["compare", first, partial, "--allow-partial"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
 
 #[test]
