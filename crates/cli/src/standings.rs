@@ -199,6 +199,8 @@ struct StandingsData<'a> {
     versus: &'a [String],
     threads: usize,
     files: usize,
+    /// How many of the files are reports of unfinished sweeps (only with `--allow-partial`).
+    unfinished_files: usize,
     kernels: Vec<StandingRow>,
 }
 
@@ -454,14 +456,9 @@ pub fn run(args: &StandingsArgs) -> Result<(), CliError> {
     }
     let table = standings(&reports, &args.scheduler, &versus, threads);
     let text = match args.format {
-        StandingsFormat::Text | StandingsFormat::Markdown => render(
-            &table,
-            &args.scheduler,
-            &versus,
-            threads,
-            reports.len(),
-            args,
-        ),
+        StandingsFormat::Text | StandingsFormat::Markdown => {
+            render(&table, &args.scheduler, &versus, threads, &reports, args)
+        }
         StandingsFormat::Csv => {
             let mut text = CSV_COLUMNS.join(",") + "\n";
             for row in &table {
@@ -476,6 +473,10 @@ pub fn run(args: &StandingsArgs) -> Result<(), CliError> {
                 versus: &versus,
                 threads,
                 files: reports.len(),
+                unfinished_files: reports
+                    .iter()
+                    .filter(|report| report.unfinished_rounds().is_some())
+                    .count(),
                 kernels: table.iter().map(StandingRow::from).collect(),
             };
             serde_json::to_string_pretty(&data).expect("plain data serializes") + "\n"
@@ -491,13 +492,24 @@ fn render(
     subject: &str,
     versus: &[String],
     threads: usize,
-    files: usize,
+    reports: &[Report],
     args: &StandingsArgs,
 ) -> String {
     let s = subject;
+    let files = reports.len();
+    let unfinished = reports
+        .iter()
+        .filter(|report| report.unfinished_rounds().is_some())
+        .count();
+    // Only with --allow-partial can there be any; the header says how many, so a table built on
+    // them is not quoted as if every process had run its whole plan.
+    let unfinished = match unfinished {
+        0 => String::new(),
+        n => format!("; {n} of them from unfinished sweeps (fewer rounds than planned)"),
+    };
     let mut out = format!(
         "{s} at {threads} threads against {} — {files} reports, each counted once \
-         (its cells' medians)\n\n",
+         (its cells' medians){unfinished}\n\n",
         versus.join(", ")
     );
     let header = [
@@ -693,7 +705,7 @@ mod tests {
             "tree",
             &names(&["static", "guided"]),
             2,
-            3,
+            &reports,
             &args(StandingsFormat::Text),
         );
         assert!(
@@ -750,7 +762,7 @@ mod tests {
             "tree",
             &names(&["guided"]),
             2,
-            1,
+            std::slice::from_ref(&combined),
             &args(StandingsFormat::Markdown),
         );
         assert!(

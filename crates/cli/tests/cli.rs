@@ -817,8 +817,12 @@ fn standings_rank_tree_over_reports_and_reject_bad_input() {
     *data_args.last_mut().unwrap() = "json";
     let json: serde_json::Value = serde_json::from_str(&stdout(&cli(&data_args))).unwrap();
     assert_eq!(
-        (json["scheduler"].as_str(), json["files"].as_u64()),
-        (Some("tree"), Some(3))
+        (
+            json["scheduler"].as_str(),
+            json["files"].as_u64(),
+            json["unfinished_files"].as_u64()
+        ),
+        (Some("tree"), Some(3), Some(0))
     );
     let kernel = &json["kernels"][0];
     assert_eq!(kernel["fastest_other"], "guided");
@@ -877,7 +881,9 @@ fn standings_rank_tree_over_reports_and_reject_bad_input() {
     let output = cli(&with_partial);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(
-        stdout(&output).contains("— 4 reports"),
+        stdout(&output).contains(
+            "— 4 reports, each counted once (its cells' medians); 1 of them from unfinished sweeps"
+        ),
         "{}",
         stdout(&output)
     );
