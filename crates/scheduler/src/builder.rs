@@ -56,8 +56,12 @@ pub enum Pinning {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Timespan {
     /// Measure it when the pool is built: a bounded run of [`crate::tune_timespan`] (at most
-    /// [`CALIBRATION_ROUNDS`] rounds and [`CALIBRATION_BUDGET`]; ≈ 5–20 ms, plus a one-time
+    /// [`CALIBRATION_ROUNDS`] rounds and [`CALIBRATION_BUDGET`]; ≈ 1–20 ms, plus a one-time
     /// 4 ms clock-rate measurement per process on x86-64), clamped to [`CALIBRATION_RANGE`].
+    /// Robust to a noisy machine: the result is the median of the 99th percentiles of five
+    /// consecutive blocks of rounds, and a run whose budget ran out before half of its rounds
+    /// (a new pool's threads sharing one CPU for a few milliseconds) is repeated, at most three
+    /// runs in all, so a build can take up to three budgets.
     #[default]
     Calibrate,
     /// Use this timespan; nothing is measured.
@@ -66,7 +70,8 @@ pub enum Timespan {
 
 /// Rounds of the build-time calibration.
 pub const CALIBRATION_ROUNDS: usize = 500;
-/// Wall-time budget of the build-time calibration.
+/// Wall-time budget of one run of the build-time calibration (a run cut short by it is repeated,
+/// at most three runs in all; see [`Timespan::Calibrate`]).
 pub const CALIBRATION_BUDGET: Duration = Duration::from_millis(30);
 /// The calibrated timespan is clamped into this range. The timespan also sizes the balancing
 /// tasks (each carries about one timespan of work), and a task costs ≈ 0.1–0.2 µs to create,
