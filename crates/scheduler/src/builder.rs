@@ -58,10 +58,12 @@ pub enum Timespan {
     /// Measure it when the pool is built: a bounded run of [`crate::tune_timespan`] (at most
     /// [`CALIBRATION_ROUNDS`] rounds and [`CALIBRATION_BUDGET`]; ≈ 1–20 ms, plus a one-time
     /// 4 ms clock-rate measurement per process on x86-64), clamped to [`CALIBRATION_RANGE`].
-    /// Robust to a noisy machine: the result is the median of the 99th percentiles of five
+    /// Robust to a noisy machine: a run's result is the median of the 99th percentiles of five
     /// consecutive blocks of rounds, and a run whose budget ran out before half of its rounds
-    /// (a new pool's threads sharing one CPU for a few milliseconds) is repeated, at most three
-    /// runs in all, so a build can take up to three budgets.
+    /// (a new pool's threads sharing one CPU for a few milliseconds) or whose blocks disagree
+    /// (its result above both the floor and twice its smallest block's) is repeated, at most
+    /// three runs in all (so a build can take up to three budgets); the smallest result of the
+    /// runs that measured half of their rounds counts.
     #[default]
     Calibrate,
     /// Use this timespan; nothing is measured.
@@ -425,8 +427,12 @@ impl ThreadPoolBuilder {
         match self.timespan {
             Timespan::Fixed(duration) => pool.set_timespan(duration),
             Timespan::Calibrate => {
-                let measured =
-                    crate::tune::calibrate(&pool, CALIBRATION_ROUNDS, CALIBRATION_BUDGET);
+                let measured = crate::tune::calibrate(
+                    &pool,
+                    CALIBRATION_ROUNDS,
+                    CALIBRATION_BUDGET,
+                    CALIBRATION_RANGE.0,
+                );
                 pool.set_timespan(measured.clamp(CALIBRATION_RANGE.0, CALIBRATION_RANGE.1));
             }
         }

@@ -38,7 +38,8 @@ pub fn tune_timespan(pool: &ThreadPool, rounds: usize) -> Duration {
 }
 
 /// Attempts of the build-time calibration: a run that ends (by its time budget) with fewer than
-/// half of its rounds measured is repeated, at most this many times in all.
+/// half of its rounds measured, or whose blocks disagree, is repeated, at most this many times in
+/// all.
 const CALIBRATION_ATTEMPTS: usize = 3;
 
 /// The build-time calibration cuts its samples into this many consecutive blocks and takes the
@@ -46,52 +47,96 @@ const CALIBRATION_ATTEMPTS: usize = 3;
 const CALIBRATION_BLOCKS: usize = 5;
 
 /// A bounded tuner for build time: the 99th percentile of [`tune_timespan`], made robust against
-/// the two ways a noisy machine spoils it.
+/// the two ways a noisy machine spoils it. `floor` is the smallest timespan the pool will use.
 ///
 /// * **A pool's first milliseconds.** Just after a pool is built its threads can share one CPU
 ///   until the OS moves one away (on a 2-vCPU VM: ≈ 4 ms, a scheduler tick, per round, for every
 ///   round in the budget — 3 of 100 builds here). A run that measured fewer than half of `rounds`
-///   before its `budget` ran out is therefore repeated (at most [`CALIBRATION_ATTEMPTS`] runs; the
-///   one with the most samples counts). Right after such a run a new one measures the usual
-///   1–2 µs.
-/// * **Short bursts of host noise.** A few rounds of hundreds of µs, in a row, make the 99th
-///   percentile of one run that large. The samples, in the order they were taken, are cut into
-///   [`CALIBRATION_BLOCKS`] blocks and the median of the blocks' 99th percentiles is the result,
-///   so a burst within two of the five blocks does not move it.
+///   before its `budget` ran out is therefore repeated. Right after such a run a new one measures
+///   the usual 1–2 µs.
+/// * **Bursts of host noise.** A few rounds of hundreds of µs, in a row, make the 99th percentile
+///   of one run that large. The samples, in the order they were taken, are cut into
+///   [`CALIBRATION_BLOCKS`] blocks and the median of the blocks' 99th percentiles is the run's
+///   result, so a burst within two of the five blocks does not move it. A burst over more of
+///   them (the whole run takes ≈ 1 ms here) shows as blocks that disagree — the result above
+///   both `floor` and twice the smallest block's — and the run is repeated too.
+///
+/// At most [`CALIBRATION_ATTEMPTS`] runs; the smallest result of the runs that measured at least
+/// half of their rounds counts (if none did, the run with the most samples). A machine that is
+/// slow to start threads for a while measures the same in every block and is not repeated.
 ///
 /// Before this, in 40 default sweeps on a 2-vCPU VM, 51 of the 1 560 pools of tree cells (one per
 /// cell and round) calibrated 500 µs (the clamp) and 30 more 20–250 µs. Such a pool runs an
 /// irregular loop nearly as `Static` does (no balancing for the first timespan, and grains of
 /// one timespan): spmv-triangle's tree / fastest other was 1.13–1.29 in the five sweeps where
 /// its tree cell had one, 1.008 (median) in the other 35.
-pub(crate) fn calibrate(pool: &ThreadPool, rounds: usize, budget: Duration) -> Duration {
-    calibrated(rounds, || {
+pub(crate) fn calibrate(
+    pool: &ThreadPool,
+    rounds: usize,
+    budget: Duration,
+    floor: Duration,
+) -> Duration {
+    calibrated(rounds, floor, || {
         rendezvous_rounds(pool, rounds + WARMUP_ROUNDS, Some(budget))
     })
 }
 
+/// One run of the build-time calibration, judged.
+struct Attempt {
+    samples: usize,
+    /// It measured at least half of its rounds.
+    complete: bool,
+    /// The median of its blocks' 99th percentiles.
+    result: Duration,
+}
+
+impl Attempt {
+    /// Which of two runs counts: a complete one before one cut short; of two complete ones the
+    /// smaller result; of two cut short the one with more samples.
+    fn better(self, other: Attempt) -> Attempt {
+        let self_first = match (self.complete, other.complete) {
+            (true, false) => true,
+            (false, true) => false,
+            (true, true) => self.result <= other.result,
+            (false, false) => self.samples >= other.samples,
+        };
+        if self_first { self } else { other }
+    }
+}
+
 /// The calibration's rule, apart from the measurement: `run` is one bounded run of the tuner
 /// (its samples in the order taken) that was meant to measure `rounds` rounds.
-fn calibrated(rounds: usize, mut run: impl FnMut() -> Vec<u64>) -> Duration {
-    let mut samples = Vec::new();
+fn calibrated(rounds: usize, floor: Duration, mut run: impl FnMut() -> Vec<u64>) -> Duration {
+    let mut chosen: Option<Attempt> = None;
     for _ in 0..CALIBRATION_ATTEMPTS {
-        let attempt = run();
-        let enough = attempt.len() * 2 >= rounds;
-        if attempt.len() > samples.len() {
-            samples = attempt;
-        }
-        if enough {
+        let samples = run();
+        let blocks = block_percentiles(&samples, CALIBRATION_BLOCKS);
+        let result = blocks.get(blocks.len() / 2).copied().unwrap_or_default();
+        let complete = samples.len() * 2 >= rounds;
+        let agree = blocks
+            .first()
+            .is_none_or(|&smallest| result <= floor || result <= smallest * 2);
+        let attempt = Attempt {
+            samples: samples.len(),
+            complete,
+            result,
+        };
+        chosen = Some(match chosen {
+            Some(previous) => previous.better(attempt),
+            None => attempt,
+        });
+        if complete && agree {
             break;
         }
     }
-    median_of_block_percentiles(&samples, CALIBRATION_BLOCKS)
+    chosen.map_or(Duration::ZERO, |attempt| attempt.result)
 }
 
-/// The median of the 99th percentiles of `blocks` consecutive, near-equal blocks of `samples`
-/// (fewer blocks if there are fewer samples; the upper median of an even count).
-fn median_of_block_percentiles(samples: &[u64], blocks: usize) -> Duration {
+/// The 99th percentiles of `blocks` consecutive, near-equal blocks of `samples` (fewer blocks if
+/// there are fewer samples), smallest first.
+fn block_percentiles(samples: &[u64], blocks: usize) -> Vec<Duration> {
     if samples.is_empty() {
-        return Duration::ZERO;
+        return Vec::new();
     }
     let blocks = blocks.clamp(1, samples.len());
     let mut percentiles: Vec<Duration> = (0..blocks)
@@ -102,7 +147,7 @@ fn median_of_block_percentiles(samples: &[u64], blocks: usize) -> Duration {
         })
         .collect();
     percentiles.sort_unstable();
-    percentiles[blocks / 2]
+    percentiles
 }
 
 fn rendezvous_rounds(pool: &ThreadPool, rounds: usize, budget: Option<Duration>) -> Vec<u64> {
@@ -209,43 +254,74 @@ mod tests {
             400,
             "the plain p99 is spoiled"
         );
-        assert_eq!(micros(median_of_block_percentiles(&samples, 5)), 2);
+        assert_eq!(micros(block_percentiles(&samples, 5)[2]), 2);
         // In more than half of the blocks the burst wins: then it is no outlier.
         samples[500 - 3..].fill(ticks(400));
         samples[0..3].fill(ticks(400));
-        assert_eq!(micros(median_of_block_percentiles(&samples, 5)), 400);
+        assert_eq!(micros(block_percentiles(&samples, 5)[2]), 400);
+    }
+
+    /// Runs `calibrated` for 500 rounds with a 10 µs floor over the given runs (first run first);
+    /// returns how many runs it made and its result in µs.
+    fn calibrate_over(runs: Vec<Vec<u64>>) -> (usize, u64) {
+        let mut runs = runs.into_iter();
+        let mut calls = 0;
+        let result = calibrated(500, Duration::from_micros(10), || {
+            calls += 1;
+            runs.next().unwrap()
+        });
+        (calls, micros(result))
+    }
+
+    fn steady(len: usize, micros: u64) -> Vec<u64> {
+        (0..len).map(|i| ticks(micros + (i % 2) as u64)).collect()
     }
 
     #[test]
     fn a_calibration_cut_short_by_its_budget_is_repeated() {
         // The first run measured 3 rounds of ≈ 4 ms (threads sharing a CPU), the second all 500.
-        let mut runs = vec![
-            (0..500).map(|i| ticks(1 + i % 2)).collect::<Vec<_>>(),
-            vec![ticks(3_900); 3],
-        ];
-        let mut calls = 0;
-        let result = calibrated(500, || {
-            calls += 1;
-            runs.pop().unwrap()
-        });
-        assert_eq!((calls, micros(result)), (2, 2));
-        // A run that measured at least half of its rounds is not repeated.
-        let mut calls = 0;
-        let result = calibrated(500, || {
-            calls += 1;
-            vec![ticks(5); 250]
-        });
-        assert_eq!((calls, micros(result)), (1, 5));
+        assert_eq!(
+            calibrate_over(vec![vec![ticks(3_900); 3], steady(500, 1)]),
+            (2, 2)
+        );
+        // A run that measured at least half of its rounds, all alike, is not repeated.
+        assert_eq!(calibrate_over(vec![vec![ticks(5); 250]]), (1, 5));
         // Runs that never get far enough: three attempts, the one with the most samples counts.
-        let mut sizes = vec![40, 90, 10].into_iter();
-        let mut calls = 0;
-        let result = calibrated(500, || {
-            calls += 1;
-            let n = sizes.next().unwrap();
-            vec![ticks(n as u64); n]
-        });
-        assert_eq!((calls, micros(result)), (3, 90));
-        assert_eq!(calibrated(500, Vec::new), Duration::ZERO);
+        let short = |n: usize| vec![ticks(n as u64); n];
+        assert_eq!(
+            calibrate_over(vec![short(40), short(90), short(10)]),
+            (3, 90)
+        );
+        // A complete run counts before any run cut short, even a longer result.
+        assert_eq!(
+            calibrate_over(vec![short(60), short(20), steady(300, 30)]),
+            (3, 31)
+        );
+        assert_eq!(calibrated(500, Duration::ZERO, Vec::new), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_run_whose_blocks_disagree_is_repeated_and_the_smallest_result_counts() {
+        // A burst over three of the five blocks: the blocks' p99s are 240, 100, 250, 30 and 2 µs.
+        let mut burst = steady(500, 1);
+        for (block, value) in [(0, 240), (1, 100), (2, 250), (3, 30)] {
+            burst[block * 100 + 40..block * 100 + 45].fill(ticks(value));
+        }
+        assert_eq!(micros(block_percentiles(&burst, 5)[2]), 100);
+        assert_eq!(calibrate_over(vec![burst.clone(), steady(500, 1)]), (2, 2));
+        // Disagreeing every time: three runs, the smallest result counts.
+        assert_eq!(
+            calibrate_over(vec![burst.clone(), burst.clone(), burst]),
+            (3, 100)
+        );
+        // A slow state of the machine, the same in every block, is kept at once.
+        assert_eq!(calibrate_over(vec![steady(500, 15)]), (1, 16));
+        // Blocks that disagree below the floor do not matter: the pool uses the floor anyway.
+        let mut low = steady(500, 1);
+        low[440..445].fill(ticks(9));
+        low[240..245].fill(ticks(8));
+        low[40..45].fill(ticks(7));
+        assert_eq!(calibrate_over(vec![low]), (1, 7));
     }
 
     #[test]
