@@ -64,6 +64,12 @@ pub enum Timespan {
     /// (its result above both the floor and twice its smallest block's) is repeated, at most
     /// three runs in all (so a build can take up to three budgets); the smallest result of the
     /// runs that measured half of their rounds counts.
+    ///
+    /// A calibrated timespan above the floor is then checked against the pool's own outermost
+    /// tree calls (the time until a call's last share started, the quantity calibrated): every
+    /// 16 calls, if twice the slowest of their starts is below the timespan, the timespan is
+    /// lowered to that, never below the floor and never raised (see
+    /// [`ThreadPool::timespan`](crate::ThreadPool::timespan)).
     #[default]
     Calibrate,
     /// Use this timespan; nothing is measured.
@@ -425,7 +431,7 @@ impl ThreadPoolBuilder {
         }
         let pool = ThreadPool::from_parts(registry, handles);
         match self.timespan {
-            Timespan::Fixed(duration) => pool.set_timespan(duration),
+            Timespan::Fixed(duration) => pool.registry().timespan.set(duration),
             Timespan::Calibrate => {
                 let measured = crate::tune::calibrate(
                     &pool,
@@ -433,7 +439,10 @@ impl ThreadPoolBuilder {
                     CALIBRATION_BUDGET,
                     CALIBRATION_RANGE.0,
                 );
-                pool.set_timespan(measured.clamp(CALIBRATION_RANGE.0, CALIBRATION_RANGE.1));
+                pool.registry().timespan.set_calibrated(
+                    measured.clamp(CALIBRATION_RANGE.0, CALIBRATION_RANGE.1),
+                    CALIBRATION_RANGE.0,
+                );
             }
         }
         Ok(pool)

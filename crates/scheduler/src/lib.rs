@@ -91,6 +91,7 @@ mod latch;
 mod pool;
 mod reduce;
 mod registry;
+mod retune;
 mod scan;
 mod scope;
 mod sleep;

@@ -103,15 +103,23 @@ impl ThreadPool {
 
     /// The tree strategy's timespan (calibrated at build time or fixed by the builder).
     ///
+    /// A calibrated timespan above the floor of [`CALIBRATION_RANGE`](crate::CALIBRATION_RANGE)
+    /// can go down later: the pool's outermost tree calls measure how long after the call its
+    /// last share started, and every 16 calls, if twice the slowest of those starts is below the
+    /// timespan, that becomes the timespan (never below the floor; it never goes up). A build
+    /// during a slow stretch of the machine thus stops costing the pool's later calls. See
+    /// [`Timespan::Calibrate`](crate::Timespan::Calibrate).
+    ///
     /// ```
     /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     /// assert!(pool.timespan() > std::time::Duration::ZERO);
     /// ```
     pub fn timespan(&self) -> Duration {
-        self.registry.timespan()
+        self.registry.timespan.get()
     }
 
-    /// Sets the tree strategy's timespan for later calls.
+    /// Sets the tree strategy's timespan for later calls (it stays as set: the pool no longer
+    /// lowers it from its calls).
     ///
     /// ```
     /// use std::time::Duration;
@@ -120,7 +128,7 @@ impl ThreadPool {
     /// assert_eq!(pool.timespan(), Duration::from_micros(50));
     /// ```
     pub fn set_timespan(&self, timespan: Duration) {
-        self.registry.set_timespan(timespan);
+        self.registry.timespan.set(timespan);
     }
 
     /// Runs `task` on some worker, detached. From a worker it goes on that worker's own deque

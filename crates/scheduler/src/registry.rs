@@ -13,13 +13,14 @@
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 
 use crate::job::{HeapJob, JobRef, StackJob};
 use crate::latch::Latch;
+use crate::retune::PoolTimespan;
 use crate::sleep::Sleep;
 use crate::snapshot::{PoolSnapshot, WaitKind, WorkerSnapshot};
 use crate::timer;
@@ -93,9 +94,8 @@ pub(crate) struct Registry {
     /// while the pool shuts down.
     detached: CachePadded<AtomicUsize>,
     spin_ticks: u64,
-    timespan_ticks: AtomicU64,
-    /// The same timespan as set, for reporting without tick-conversion rounding.
-    timespan_nanos: AtomicU64,
+    /// The tree strategy's timespan (and its online lowering, `retune.rs`).
+    pub(crate) timespan: PoolTimespan,
 }
 
 impl Registry {
@@ -128,8 +128,7 @@ impl Registry {
             terminate: AtomicBool::new(false),
             detached: CachePadded::new(AtomicUsize::new(0)),
             spin_ticks: timer::duration_to_ticks(spin_before_park),
-            timespan_ticks: AtomicU64::new(0),
-            timespan_nanos: AtomicU64::new(0),
+            timespan: PoolTimespan::new(),
         };
         (registry, deques)
     }
@@ -140,20 +139,9 @@ impl Registry {
     }
 
     /// The tree strategy's timespan in ticks (0 until calibrated or set).
+    #[inline]
     pub(crate) fn timespan_ticks(&self) -> u64 {
-        self.timespan_ticks.load(Ordering::Relaxed)
-    }
-
-    /// The timespan as it was set.
-    pub(crate) fn timespan(&self) -> std::time::Duration {
-        std::time::Duration::from_nanos(self.timespan_nanos.load(Ordering::Relaxed))
-    }
-
-    pub(crate) fn set_timespan(&self, timespan: std::time::Duration) {
-        let nanos = u64::try_from(timespan.as_nanos()).unwrap_or(u64::MAX);
-        self.timespan_nanos.store(nanos, Ordering::Relaxed);
-        self.timespan_ticks
-            .store(timer::duration_to_ticks(timespan), Ordering::Relaxed);
+        self.timespan.ticks()
     }
 
     /// The index of the calling thread if it is a worker of this pool.

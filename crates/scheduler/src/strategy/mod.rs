@@ -585,7 +585,7 @@ fn run_loop_entered(registry: &Registry, strategy: &Strategy, range: Range<usize
                     lazy::run(ctx, &call, root_ref, range, call.slots);
                 }
             }
-            Strategy::Tree(config) => tree::run(ctx, &call, root_ref, range, config),
+            Strategy::Tree(config) => tree::run(ctx, &call, root_ref, range, config, !nested),
             Strategy::Static => static_blocks::run(ctx, &call, root_ref, range),
             Strategy::Dynamic { chunk } => dynamic::run(ctx, &call, root_ref, range, *chunk),
             Strategy::Guided { min_chunk } => guided::run(ctx, &call, root_ref, range, *min_chunk),

@@ -132,21 +132,38 @@ fn iterations_of(range: &Range<usize>, total_slots: usize, slots: &Range<usize>)
     first.start..last.end
 }
 
-/// Runs a tree-distributed loop from the root (the calling context, slot 0).
+/// Runs a tree-distributed loop from the root (the calling context, slot 0); `outermost` if it
+/// was not called from inside the pool.
 pub(crate) fn run(
     ctx: &WorkerCtx<'_>,
     call: &LoopCall<'_>,
     root: NodeRef,
     range: Range<usize>,
     config: &TreeConfig,
+    outermost: bool,
 ) {
+    // While the pool checks its calibrated timespan (`retune.rs`), an outermost call notes when
+    // it began and slot 1 — handed its share last, at the deepest level — records when its share
+    // started. A nested call's shares wait for threads busy with the outer call instead.
+    let began = (outermost && ctx.registry.timespan.watching()).then(timer::now);
     // The caller's own count of the root is released by `run_piece` when its share is done.
-    let held = distribute(ctx, call, root, true, 0..call.slots, 0, &range, *config);
+    let held = distribute(
+        ctx,
+        call,
+        root,
+        true,
+        0..call.slots,
+        0,
+        &range,
+        *config,
+        began,
+    );
     run_piece(ctx, call, held, block(&range, call.slots, 0), *config);
 }
 
 /// Hands out all parts of `slots` but the first slot's own share; returns the node whose count
-/// the caller now holds for that share.
+/// the caller now holds for that share. `began`: the timer reading at the start of a call whose
+/// slot 1 records its share start (the root's hand-offs only).
 #[allow(clippy::too_many_arguments)]
 fn distribute<'a>(
     ctx: &WorkerCtx<'_>,
@@ -157,6 +174,7 @@ fn distribute<'a>(
     level: usize,
     range: &Range<usize>,
     config: TreeConfig,
+    began: Option<u64>,
 ) -> NodeRef {
     let mut node = held;
     let mut own_node = held_is_root;
@@ -177,14 +195,21 @@ fn distribute<'a>(
         let range = range.clone();
         let receiver = call.worker_of(part.start);
         let share = block(&range, total, part.start);
+        let began = began.filter(|_| part.start == 1);
         // SAFETY: the job owns the count just added and releases it through the node
         // `distribute` returns (either `parent` itself or a node that took that count over);
         // `call` lives until the root latch is set.
         let job = unsafe {
             HeapJob::into_job_ref(move || {
                 with_current_ctx(|ctx| {
-                    let held =
-                        distribute(ctx, call, parent, false, part, part_level, &range, config);
+                    let held = distribute(
+                        ctx, call, parent, false, part, part_level, &range, config, None,
+                    );
+                    if let Some(began) = began {
+                        ctx.registry
+                            .timespan
+                            .record(timer::now().wrapping_sub(began));
+                    }
                     run_piece(ctx, call, held, share, config);
                 })
             })
