@@ -67,7 +67,7 @@ pub enum Timespan {
     ///
     /// A calibrated timespan above the floor is then checked against the pool's own outermost
     /// tree calls (the time until a call's last share started, the quantity calibrated): every
-    /// 16 calls, if twice the slowest of their starts is below the timespan, the timespan is
+    /// 16 calls, if four times the median of their starts is below the timespan, the timespan is
     /// lowered to that, never below the floor and never raised (see
     /// [`ThreadPool::timespan`](crate::ThreadPool::timespan)).
     #[default]

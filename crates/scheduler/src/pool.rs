@@ -105,9 +105,9 @@ impl ThreadPool {
     ///
     /// A calibrated timespan above the floor of [`CALIBRATION_RANGE`](crate::CALIBRATION_RANGE)
     /// can go down later: the pool's outermost tree calls measure how long after the call its
-    /// last share started, and every 16 calls, if twice the slowest of those starts is below the
-    /// timespan, that becomes the timespan (never below the floor; it never goes up). A build
-    /// during a slow stretch of the machine thus stops costing the pool's later calls. See
+    /// last share started, and every 16 calls, if four times the median of those starts is below
+    /// the timespan, that becomes the timespan (never below the floor; it never goes up). A
+    /// build during a slow stretch of the machine thus stops costing the pool's later calls. See
     /// [`Timespan::Calibrate`](crate::Timespan::Calibrate).
     ///
     /// ```

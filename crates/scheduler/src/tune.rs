@@ -63,7 +63,8 @@ const CALIBRATION_BLOCKS: usize = 5;
 ///
 /// At most [`CALIBRATION_ATTEMPTS`] runs; the smallest result of the runs that measured at least
 /// half of their rounds counts (if none did, the run with the most samples). A machine that is
-/// slow to start threads for a while measures the same in every block and is not repeated.
+/// slow to start threads for a while measures the same in every block and is not repeated; if
+/// the pool's later calls start faster, they lower the timespan again (`retune.rs`).
 ///
 /// Before this, in 40 default sweeps on a 2-vCPU VM, 51 of the 1 560 pools of tree cells (one per
 /// cell and round) calibrated 500 µs (the clamp) and 30 more 20–250 µs. Such a pool runs an
