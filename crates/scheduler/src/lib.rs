@@ -10,13 +10,15 @@
 //! Its parallel loops use, by default, the *tree distribution* of the study "fast work
 //! distribution for composable task schedulers" ([`Strategy::Tree`], `strategy/tree.rs`): the
 //! caller hands shares of the range to threads through a K-ary tree, so every thread gets its
-//! share after `⌈log_K P⌉` hand-offs; each thread runs its share for a calibrated *timespan*
-//! without creating any task, then offers the rest as stealable *balancing tasks* — halves of what
-//! is left, one at a time (a new one only when its deque is empty), down to as many iterations as
-//! it managed in that timespan (below that only once some thread of the call has run out of work,
-//! so that the threads finish together). On a balanced load this costs about as little as
-//! static scheduling; on an unbalanced one the balancing tasks are stolen. Because everything runs
-//! as tasks on one pool, calls compose: a loop inside a loop body runs on the same threads. Such
+//! share after `⌈log_K P⌉` hand-offs; each thread runs its share for a *timespan* (calibrated
+//! when the pool is built, and lowered later if the pool's calls start their threads much faster
+//! than the calibration measured; [`ThreadPool::timespan`]) without creating any task, then
+//! offers the rest as stealable *balancing tasks* — halves of what is left, one at a time (a new
+//! one only when its deque is empty), down to as many iterations as it managed in that timespan
+//! (below that only once some thread of the call has run out of work, so that the threads finish
+//! together). On a balanced load this costs about as little as static scheduling; on an
+//! unbalanced one the balancing tasks are stolen. Because everything runs as tasks on one pool,
+//! calls compose: a loop inside a loop body runs on the same threads. Such
 //! a *nested* call, and an outermost call of at most a few iterations per thread, skips the tree:
 //! its threads claim iterations from a shared cursor in index order, and a thread joins it by
 //! stealing a *claim offer*, made lazily — P − 1 at the start, then one only when the running
