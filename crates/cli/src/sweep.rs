@@ -495,8 +495,9 @@ impl CellRun {
 /// The run's OS-level cost: the share of CPU time spent in the kernel (`sys-time-share`, from
 /// getrusage over the run and its validation, whole process) and, for executors that create
 /// threads while running (`spawn`), how many they created (`threads-created`); and the tree
-/// strategy's timespan (`timespan`, µs: calibrated per pool, so per cell), which shapes how soon
-/// its threads balance.
+/// strategy's timespan (`timespan`, µs: calibrated per pool, so per cell and round, and possibly
+/// lowered by the pool's calls; read at the end of the run), which shapes how soon its threads
+/// balance.
 fn record_os_metrics(
     metrics: &mut Vec<MetricSeries>,
     executor: &dyn Executor,
