@@ -17,7 +17,13 @@
 //! * **medians**: S's median over reports divided by the lowest of the others' medians over
 //!   reports, with that other's name;
 //! * **S / seq (1 t)**: in each report, S's time at one thread over `seq`'s; the median, with
-//!   the lowest and highest (when the reports have those cells).
+//!   the lowest and highest (when the reports have those cells);
+//! * **others' own, lowest**: the first figure for each other Y instead of S — in each report,
+//!   Y's time over the fastest of the rest (S included), the median over reports — and the lowest
+//!   of these, with Y's name. It is the scale for *S / fastest other*: the fastest of several
+//!   noisy times is lower than a typical one, so a scheduler level with the others scores above 1
+//!   by about as much as they do, and one whose figure is at or below this is ahead of every
+//!   other by the same measure.
 //!
 //! A report is used for a kernel only if it has a measured cell for S and for every other at that
 //! thread count. A footer counts the kernels within `--within` of the fastest other and those where
@@ -122,6 +128,11 @@ pub struct StandingRow {
     pub one_thread_min: Option<f64>,
     /// The highest of those ratios.
     pub one_thread_max: Option<f64>,
+    /// The other whose own `versus_fastest` (its time over the fastest of the rest, the ranked
+    /// scheduler included) is the lowest …
+    pub others_own_lowest_versus: String,
+    /// … and that figure.
+    pub others_own_lowest: f64,
 }
 
 impl From<&Standing> for StandingRow {
@@ -143,12 +154,14 @@ impl From<&Standing> for StandingRow {
             one_thread: standing.one_thread.map(|s| s.median),
             one_thread_min: standing.one_thread.map(|s| s.min),
             one_thread_max: standing.one_thread.map(|s| s.max),
+            others_own_lowest_versus: standing.others_own.0.clone(),
+            others_own_lowest: standing.others_own.1,
         }
     }
 }
 
 /// The CSV columns, in [`StandingRow`]'s field order.
-const CSV_COLUMNS: [&str; 16] = [
+const CSV_COLUMNS: [&str; 18] = [
     "kernel",
     "reports",
     "versus_fastest",
@@ -165,11 +178,13 @@ const CSV_COLUMNS: [&str; 16] = [
     "one_thread",
     "one_thread_min",
     "one_thread_max",
+    "others_own_lowest_versus",
+    "others_own_lowest",
 ];
 
 impl StandingRow {
     /// The row's CSV fields, in [`CSV_COLUMNS`] order.
-    fn csv_fields(&self) -> [String; 16] {
+    fn csv_fields(&self) -> [String; 18] {
         let optional = |value: Option<f64>| value.map_or_else(String::new, |v| v.to_string());
         [
             quote(&self.kernel),
@@ -188,6 +203,8 @@ impl StandingRow {
             optional(self.one_thread),
             optional(self.one_thread_min),
             optional(self.one_thread_max),
+            quote(&self.others_own_lowest_versus),
+            self.others_own_lowest.to_string(),
         ]
     }
 }
@@ -251,6 +268,10 @@ pub struct Standing {
     pub medians: (String, f64),
     /// Per report, the ranked scheduler's time at one thread over `seq`'s.
     pub one_thread: Option<Spread>,
+    /// The other with the lowest median of its own time over the fastest of the rest (the
+    /// ranked scheduler included), and that median: what `versus_fastest` is for the best of
+    /// the others.
+    pub others_own: (String, f64),
 }
 
 /// A scheduler's time per (kernel, scheduler, threads) in one report: the cell's median, for
@@ -392,6 +413,25 @@ fn standing(
         })
         .collect();
     let lowest = fastest_index(&other_medians);
+    // Each other ranked the same way, against the rest with the subject in its place.
+    let others_own: Vec<f64> = (0..versus.len())
+        .map(|index| {
+            let ratios: Vec<f64> = rows
+                .iter()
+                .map(|(own, others)| {
+                    let rest = others
+                        .iter()
+                        .enumerate()
+                        .filter(|&(other, _)| other != index)
+                        .map(|(_, time)| *time)
+                        .fold(*own, f64::min);
+                    others[index] / rest
+                })
+                .collect();
+            median(&ratios).unwrap_or(f64::NAN)
+        })
+        .collect();
+    let best_other = fastest_index(&others_own);
     let one_thread: Vec<f64> = times
         .iter()
         .filter_map(|report| Some(time(report, subject, 1)? / time(report, "seq", 1)?))
@@ -406,6 +446,7 @@ fn standing(
         fewest_wins: (versus[fewest].clone(), wins[fewest]),
         medians: (versus[lowest].clone(), own_median / other_medians[lowest]),
         one_thread: Spread::of(&one_thread),
+        others_own: (versus[best_other].clone(), others_own[best_other]),
     })
 }
 
@@ -522,6 +563,7 @@ fn render(
         format!("{s} faster than each other in"),
         "medians".to_owned(),
         format!("{s} / seq (1 t)"),
+        "others' own, lowest".to_owned(),
     ];
     let rows: Vec<Vec<String>> = table
         .iter()
@@ -539,6 +581,7 @@ fn render(
                 ),
                 format!("{:.3} ({})", row.medians.1, row.medians.0),
                 row.one_thread.map_or_else(|| "–".to_owned(), Spread::text),
+                format!("{:.3} ({})", row.others_own.1, row.others_own.0),
             ]
         })
         .collect();
@@ -550,7 +593,12 @@ fn render(
     let behind: Vec<String> = table
         .iter()
         .filter(|row| row.versus_fastest.median > margin)
-        .map(|row| format!("{} ({:.3})", row.kernel, row.versus_fastest.median))
+        .map(|row| {
+            format!(
+                "{} ({:.3}; the others' own, lowest: {:.3}, {})",
+                row.kernel, row.versus_fastest.median, row.others_own.1, row.others_own.0
+            )
+        })
         .collect();
     // Three decimals here: the table's two would show 0.997 as "1.00".
     let fastest: Vec<String> = table
@@ -578,6 +626,27 @@ fn render(
             "none".to_owned()
         } else {
             fastest.join(", ")
+        }
+    );
+    // The same figure as the fastest line, but against what the best other scores by it.
+    let ahead: Vec<String> = table
+        .iter()
+        .filter(|row| row.versus_fastest.median < row.others_own.1)
+        .map(|row| {
+            format!(
+                "{} ({:.3} < {:.3}, {})",
+                row.kernel, row.versus_fastest.median, row.others_own.1, row.others_own.0
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "below every other's own figure (median of {s} / fastest other < the others' own, \
+         lowest): {}",
+        if ahead.is_empty() {
+            "none".to_owned()
+        } else {
+            ahead.join(", ")
         }
     );
     let slowest_alone = table
@@ -700,6 +769,10 @@ mod tests {
         assert!((row.medians.1 - 1.1).abs() < 1e-12);
         let one = row.one_thread.unwrap();
         assert!((one.median - 1.05).abs() < 1e-12, "{one:?}");
+        // Others' own: static over the fastest of tree and guided: 1.2/0.9, 1.0/1.5, 3.0/1.0
+        // → 1.333; guided over the fastest of tree and static: 1.0/0.9, 2.0/1.0, 1.0/1.1 → 1.111.
+        assert_eq!(row.others_own.0, "guided");
+        assert!((row.others_own.1 - 1.0 / 0.9).abs() < 1e-12, "{row:?}");
         let text = render(
             &table,
             "tree",
@@ -712,7 +785,10 @@ mod tests {
             text.contains("at 1 thread, the highest median of tree / seq: 1.050 (k)"),
             "{text}"
         );
-        assert!(text.contains("not: k (1.100)"), "{text}");
+        assert!(
+            text.contains("not: k (1.100; the others' own, lowest: 1.111, guided)"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -733,7 +809,8 @@ mod tests {
         let fields = row.csv_fields();
         assert_eq!(fields.len(), CSV_COLUMNS.len());
         assert_eq!(&fields[..3], ["k", "1", "0.5"]);
-        assert!(fields[13..].iter().all(String::is_empty), "{fields:?}");
+        assert!(fields[13..16].iter().all(String::is_empty), "{fields:?}");
+        assert_eq!(&fields[16..], ["guided", "2"]);
         let json = serde_json::to_value(&row).unwrap();
         assert!(
             json["one_thread"].is_null() && json["medians"] == 0.5,
@@ -769,9 +846,17 @@ mod tests {
             text.contains("| b-kernel | 1 | 1.20 (1.20–1.20) | 0 of 1 |"),
             "{text}"
         );
-        assert!(text.contains("within 5% of the fastest other (median of tree / fastest other ≤ 1.05): 1 of 2 kernels; not: b-kernel (1.200)"), "{text}");
+        assert!(text.contains("within 5% of the fastest other (median of tree / fastest other ≤ 1.05): 1 of 2 kernels; not: b-kernel (1.200; the others' own, lowest: 0.833, guided)"), "{text}");
         assert!(
             text.contains("fastest (median below 1.00): a-kernel (0.800)"),
+            "{text}"
+        );
+        // a-kernel: guided's own is 1.0 / 0.8 = 1.25; b-kernel: 1.0 / 1.2 = 0.833, below tree's.
+        assert!(
+            text.contains(
+                "below every other's own figure (median of tree / fastest other < the others' \
+                 own, lowest): a-kernel (0.800 < 1.250, guided)\n"
+            ),
             "{text}"
         );
     }

@@ -828,6 +828,10 @@ fn standings_rank_tree_over_reports_and_reject_bad_input() {
     assert_eq!(kernel["fastest_other"], "guided");
     assert!((kernel["versus_fastest_max"].as_f64().unwrap() - 2.0).abs() < 1e-12);
     assert_eq!(kernel["one_thread"].as_f64(), Some(1.0));
+    // Guided's own figure: 0.9 / 0.8, 0.6 / 1, 1.1 / 0.7 → 1.125; the others' 1 / 0.8, 1 / 0.6,
+    // 1 / 0.7 → 1.43.
+    assert_eq!(kernel["others_own_lowest_versus"], "guided");
+    assert!((kernel["others_own_lowest"].as_f64().unwrap() - 1.125).abs() < 1e-12);
 
     let first = paths[0];
     assert_bad_input(
