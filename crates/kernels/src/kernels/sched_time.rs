@@ -6,6 +6,12 @@
 //! loop: every iteration busy-waits for a microsecond (so one thread cannot finish the loop before
 //! the others wake up) and each thread records when it first got a chunk. Threads that never got work
 //! are simply absent; the `threads-started` metric shows how many did.
+//!
+//! `idle-us=N` (default 0) measures a call to an idle pool instead: before each run the calling
+//! thread sleeps N µs, untimed, so that a pool whose threads park after a spin window shorter than
+//! that (parbench-scheduler's default is 200 µs) has to wake them. `last-start` is then the
+//! wake-up as a caller sees it. On this repository's 2-vCPU VM (27 Nov 2026, `idle-us=2000`) that
+//! is what showed that idle threads which had yielded while spinning were woken 1–2 ms late.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -33,7 +39,11 @@ impl Kernel for SchedTime {
     }
 
     fn params(&self) -> &'static [ParamSpec] {
-        &[]
+        &[ParamSpec {
+            name: "idle-us",
+            default: "0",
+            help: "sleep this many µs (untimed) before each run, so the run starts on an idle pool (0..=1000000)",
+        }]
     }
 
     fn is_default_suite(&self) -> bool {
@@ -42,14 +52,20 @@ impl Kernel for SchedTime {
 
     fn prepare(
         &self,
-        _params: &Params,
+        params: &Params,
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
-        Ok(Box::new(PreparedSchedTime))
+        let idle = params.get_usize_in(self, "idle-us", 0..=1_000_000)?;
+        Ok(Box::new(PreparedSchedTime {
+            idle: Duration::from_micros(idle as u64),
+        }))
     }
 }
 
-struct PreparedSchedTime;
+struct PreparedSchedTime {
+    /// Untimed sleep before each run (`idle-us`).
+    idle: Duration,
+}
 
 /// Work per iteration: long enough that one thread cannot finish the loop before the others wake
 /// up, the same as the scheduler's own probe uses.
@@ -102,6 +118,9 @@ fn through_the_loop(exec: &dyn Executor) -> Result<Vec<Duration>, KernelError> {
 
 impl PreparedKernel for PreparedSchedTime {
     fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
+        if !self.idle.is_zero() {
+            thread::sleep(self.idle);
+        }
         let (starts, elapsed) = timed(exec, || match exec.sched_time_probe() {
             Some(starts) => Ok(starts),
             None => through_the_loop(exec),
@@ -127,5 +146,32 @@ impl PreparedKernel for PreparedSchedTime {
             Metric::new("last-start", ns(starts[starts.len() - 1]), "ns"),
         ];
         Ok(RunReport { elapsed, metrics })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::{ExecutorKind, PinPolicy};
+
+    #[test]
+    fn the_idle_sleep_comes_before_the_timed_run_and_is_not_timed() {
+        let exec = ExecutorKind::Tree.build(2, PinPolicy::None).unwrap();
+        let idle = Duration::from_millis(300);
+        let params = Params::new().with("idle-us", "300000");
+        let mut prepared = SchedTime.prepare(&params, 2).unwrap();
+        let before = Instant::now();
+        let report = prepared.run(exec.as_ref()).unwrap();
+        assert!(before.elapsed() >= idle, "the run did not sleep first");
+        // The loop itself takes ≈ 64 µs of work per thread: far below the sleep.
+        assert!(
+            report.elapsed < idle,
+            "{:?} includes the sleep",
+            report.elapsed
+        );
+        let started = report.metrics.iter().find(|m| m.name == "threads-started");
+        assert!(started.is_some_and(|m| (1.0..=3.0).contains(&m.value)));
+        let out_of_range = Params::new().with("idle-us", "1000001");
+        assert!(SchedTime.prepare(&out_of_range, 2).is_err());
     }
 }
