@@ -103,8 +103,10 @@ pub trait Executor: Send + Sync {
         None
     }
     /// The scheduler's own start-up probe (time from call to each thread's first iteration,
-    /// sorted), if this executor has one; `None` means "measure it through the loop".
-    fn sched_time_probe(&self) -> Option<Vec<std::time::Duration>> {
+    /// sorted; a loop of `per_thread` iterations of ~1 µs per thread), if this executor has one;
+    /// `None` means "measure it through the loop".
+    fn sched_time_probe(&self, per_thread: usize) -> Option<Vec<std::time::Duration>> {
+        let _ = per_thread;
         None
     }
     /// The tree strategy's timespan, if this executor's strategy waits one before it offers

@@ -124,7 +124,7 @@ pub use snapshot::{PoolSnapshot, WaitKind, WorkerSnapshot, WorkerState};
 pub use strategy::{
     Grain, Handoff, NestedCalls, Strategy, TreeConfig, TreeTimespan, tree_handoffs,
 };
-pub use tune::{DEFAULT_TUNING_ROUNDS, sched_time_probe, tune_timespan};
+pub use tune::{DEFAULT_TUNING_ROUNDS, sched_time_probe, sched_time_probe_with, tune_timespan};
 
 use global::current_registry;
 use strategy::{Body, run_loop};

@@ -197,7 +197,8 @@ fn percentile_99(mut samples: Vec<u64>) -> Duration {
 /// The study's scheduling-time probe: for one call with `strategy`, the time from the call to
 /// each thread's first iteration, sorted ascending. Threads that ran no iteration (because others
 /// took all the work first) are absent. Every iteration busy-waits ~1 µs so that all threads get
-/// the chance to join; the call has 64 iterations per thread.
+/// the chance to join; the call has 64 iterations per thread ([`sched_time_probe_with`] sets
+/// that).
 ///
 /// ```
 /// use parbench_scheduler::{sched_time_probe, Strategy, ThreadPoolBuilder};
@@ -207,12 +208,30 @@ fn percentile_99(mut samples: Vec<u64>) -> Duration {
 /// assert!(times.windows(2).all(|w| w[0] <= w[1]));
 /// ```
 pub fn sched_time_probe(pool: &ThreadPool, strategy: &Strategy) -> Vec<Duration> {
+    sched_time_probe_with(pool, strategy, 64)
+}
+
+/// [`sched_time_probe`] with `per_thread` iterations (of ~1 µs) per thread: a longer call shows
+/// threads that join late, such as parked workers woken on a busy host, which a short one ends
+/// without (at least 1).
+///
+/// ```
+/// use parbench_scheduler::{sched_time_probe_with, Strategy, ThreadPoolBuilder};
+/// let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+/// let times = sched_time_probe_with(&pool, &Strategy::Static, 500);
+/// assert!(!times.is_empty() && times.len() <= 3);
+/// ```
+pub fn sched_time_probe_with(
+    pool: &ThreadPool,
+    strategy: &Strategy,
+    per_thread: usize,
+) -> Vec<Duration> {
     let threads = pool.num_threads();
     // One slot per worker plus one for an outside caller.
     let first: Vec<AtomicU64> = (0..=threads).map(|_| AtomicU64::new(0)).collect();
     let work = timer::duration_to_ticks(Duration::from_micros(1));
     let call = timer::now();
-    pool.parallel_for_with(strategy, 0..threads * 64, |_| {
+    pool.parallel_for_with(strategy, 0..threads * per_thread.max(1), |_| {
         let now = timer::now();
         let slot = pool.current_thread_index().unwrap_or(threads);
         let _ = first[slot].compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);

@@ -192,10 +192,11 @@ impl Executor for SchedulerExecutor {
         }
     }
 
-    fn sched_time_probe(&self) -> Option<Vec<Duration>> {
-        Some(parbench_scheduler::sched_time_probe(
+    fn sched_time_probe(&self, per_thread: usize) -> Option<Vec<Duration>> {
+        Some(parbench_scheduler::sched_time_probe_with(
             &self.pool,
             &self.strategy,
+            per_thread,
         ))
     }
 }

@@ -7,11 +7,15 @@
 //! the others wake up) and each thread records when it first got a chunk. Threads that never got work
 //! are simply absent; the `threads-started` metric shows how many did.
 //!
+//! The loop has `per-thread` iterations per executor thread (default 64, the study's probe). A
+//! thread that starts later than the others need to run the whole loop never shows up, so a longer
+//! loop shows later starts.
+//!
 //! `idle-us=N` (default 0) measures a call to an idle pool instead: before each run the calling
 //! thread sleeps N µs, untimed, so that a pool whose threads park after a spin window shorter than
-//! that (parbench-scheduler's default is 200 µs) has to wake them. `last-start` is then the
-//! wake-up as a caller sees it. On this repository's 2-vCPU VM (27 Nov 2026, `idle-us=2000`) that
-//! is what showed that idle threads which had yielded while spinning were woken 1–2 ms late.
+//! that (parbench-scheduler's default is 200 µs) has to wake them. `threads-started` and
+//! `last-start` then show how soon a caller gets its parked threads back, and `elapsed` what
+//! that costs a call of `per-thread` µs per thread.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -22,9 +26,6 @@ use crate::executor::Executor;
 use crate::kernel::{
     Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, timed, wrong_result,
 };
-
-/// Loop iterations per executor thread.
-const ITERATIONS_PER_THREAD: usize = 64;
 
 /// The `sched-time` kernel.
 pub(crate) struct SchedTime;
@@ -39,11 +40,18 @@ impl Kernel for SchedTime {
     }
 
     fn params(&self) -> &'static [ParamSpec] {
-        &[ParamSpec {
-            name: "idle-us",
-            default: "0",
-            help: "sleep this many µs (untimed) before each run, so the run starts on an idle pool (0..=1000000)",
-        }]
+        &[
+            ParamSpec {
+                name: "per-thread",
+                default: "64",
+                help: "loop iterations (of ~1 µs) per executor thread (1..=1000000)",
+            },
+            ParamSpec {
+                name: "idle-us",
+                default: "0",
+                help: "sleep this many µs (untimed) before each run, so the run starts on an idle pool (0..=1000000)",
+            },
+        ]
     }
 
     fn is_default_suite(&self) -> bool {
@@ -55,14 +63,18 @@ impl Kernel for SchedTime {
         params: &Params,
         _threads: usize,
     ) -> Result<Box<dyn PreparedKernel>, KernelError> {
+        let per_thread = params.get_usize_in(self, "per-thread", 1..=1_000_000)?;
         let idle = params.get_usize_in(self, "idle-us", 0..=1_000_000)?;
         Ok(Box::new(PreparedSchedTime {
+            per_thread,
             idle: Duration::from_micros(idle as u64),
         }))
     }
 }
 
 struct PreparedSchedTime {
+    /// Loop iterations per executor thread (`per-thread`).
+    per_thread: usize,
     /// Untimed sleep before each run (`idle-us`).
     idle: Duration,
 }
@@ -79,8 +91,8 @@ fn iteration_work() {
     }
 }
 
-fn through_the_loop(exec: &dyn Executor) -> Result<Vec<Duration>, KernelError> {
-    let iterations = exec.threads() * ITERATIONS_PER_THREAD;
+fn through_the_loop(exec: &dyn Executor, per_thread: usize) -> Result<Vec<Duration>, KernelError> {
+    let iterations = exec.threads() * per_thread;
     let first_seen: Mutex<Vec<(ThreadId, Duration)>> = Mutex::new(Vec::new());
     let covered = AtomicUsize::new(0);
     let start = Instant::now();
@@ -121,9 +133,9 @@ impl PreparedKernel for PreparedSchedTime {
         if !self.idle.is_zero() {
             thread::sleep(self.idle);
         }
-        let (starts, elapsed) = timed(exec, || match exec.sched_time_probe() {
+        let (starts, elapsed) = timed(exec, || match exec.sched_time_probe(self.per_thread) {
             Some(starts) => Ok(starts),
-            None => through_the_loop(exec),
+            None => through_the_loop(exec, self.per_thread),
         })?;
         let starts = starts?;
         // The calling thread may work alongside all of a pool's workers (parbench-scheduler lets
@@ -173,5 +185,30 @@ mod tests {
         assert!(started.is_some_and(|m| (1.0..=3.0).contains(&m.value)));
         let out_of_range = Params::new().with("idle-us", "1000001");
         assert!(SchedTime.prepare(&out_of_range, 2).is_err());
+        assert!(
+            SchedTime
+                .prepare(&Params::new().with("per-thread", "0"), 2)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn every_executor_runs_the_loop_it_is_given() {
+        // rayon measures through the loop, parbench-scheduler's pools with their own probe; with
+        // one thread both run exactly `per-thread` iterations, which take at least that many µs.
+        for kind in [ExecutorKind::Rayon, ExecutorKind::Tree] {
+            let exec = kind.build(1, PinPolicy::None).unwrap();
+            let params = Params::new().with("per-thread", "2000");
+            let report = SchedTime
+                .prepare(&params, 1)
+                .unwrap()
+                .run(exec.as_ref())
+                .unwrap();
+            assert!(
+                report.elapsed >= Duration::from_millis(2),
+                "{kind:?}: {:?}",
+                report.elapsed
+            );
+        }
     }
 }
