@@ -21,6 +21,16 @@ pub const NUM_THREADS_ENV: &str = "PARBENCH_NUM_THREADS";
 /// next loop — so the next call finds its threads awake instead of paying a wake-up (tens of
 /// microseconds on a VM). It bounds the CPU an idle pool burns to 0.2 ms per worker per idle
 /// period; after it, parked workers use no CPU at all.
+///
+/// A call after a longer idle period pays for the wake-up, and on some VMs that is far more than
+/// tens of microseconds: on this project's 2-vCPU VM (27 Nov 2026), after 2 ms of idleness the
+/// second thread of a two-thread pool took part in only about half of the calls of 1.2 ms of
+/// work (95–101 of 200 calls; when it did, it started after a median of ≈ 100 µs), so the
+/// caller ran most calls alone; with `spin_before_park` at 3 ms it started in 199–200 of 200
+/// after a median of 2.5 µs. The host apparently takes an idle vCPU back: with the worker pinned
+/// to the other vCPU it started in 0–6 of 200. A latency-sensitive program with such gaps
+/// between its calls can raise the window above them, at the cost of that much spinning per
+/// idle period; `sched-time --param idle-us=N --param per-thread=M` measures it.
 pub const DEFAULT_SPIN_BEFORE_PARK: Duration = Duration::from_micros(200);
 
 /// Where worker threads run.
