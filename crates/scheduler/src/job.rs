@@ -35,6 +35,19 @@ impl PartialEq for JobRef {
 impl Eq for JobRef {}
 
 impl JobRef {
+    /// A job whose data lives at `pointer`, run by `execute_fn(pointer)`.
+    ///
+    /// # Safety
+    /// `execute_fn` must be sound to call once with `pointer`, from any thread, for as long as the
+    /// job is queued: the data must stay alive until the job has run (its owner waits for that),
+    /// and may be executed on another thread (everything it refers to is `Send`/`Sync`).
+    pub(crate) unsafe fn from_raw(pointer: *const (), execute_fn: unsafe fn(*const ())) -> Self {
+        JobRef {
+            pointer,
+            execute_fn,
+        }
+    }
+
     /// Runs the job.
     ///
     /// # Safety

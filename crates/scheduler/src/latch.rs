@@ -6,7 +6,10 @@
 //! (its own share, the shares it handed to children, its balancing tasks). When a node's count
 //! reaches zero it frees itself and releases one count of its parent; the root's parent is the
 //! caller's latch. So a task touches only its own node, and the caller learns of completion
-//! through a chain of at most `⌈log_K P⌉` nodes.
+//! through a chain of at most `⌈log_K P⌉` nodes. One shortcut: a caller that holds counts of its
+//! root itself (the lazy claims' offer it took back unrun) releases them together with its own,
+//! in one step, and when that step is the last the call is complete without its latch being set
+//! or waited for ([`CountNode::release_as_waiter`]).
 //!
 //! Memory ordering: every decrement is `AcqRel` — `Release` publishes the finished work of the
 //! decrementing task, `Acquire` on the decrement that reaches zero makes all of it visible to the
@@ -29,7 +32,9 @@
 //! parbench-scheduler --release --lib loom_`. Under loom, dropping a node or a latch counts as a
 //! write of all its fields ([`Freed`]), so an access not ordered before the free is reported as a
 //! causality violation — the model fails on a `complete` that reads the node after its decrement
-//! (`loom_reading_a_node_after_its_release_is_caught` keeps that version as a negative control).
+//! (`loom_reading_a_node_after_its_release_is_caught` keeps that version as a negative control),
+//! and on a caller that skips its latch after a last release without Acquire
+//! (`loom_a_waiter_release_without_acquire_is_caught`).
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -284,6 +289,36 @@ impl CountNode {
         self.pending.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Takes `n` more counts while no other thread can reach the node: before any task holding
+    /// one of its counts is published. A plain load and store instead of a read-modify-write,
+    /// which on x86 would wait for the thread's store buffer to drain.
+    ///
+    /// # Safety
+    /// No other thread may access the node until a later Release (a task's publication) orders
+    /// this write before its accesses.
+    #[inline]
+    pub(crate) unsafe fn add_unshared(&self, n: usize) {
+        self.pending
+            .store(self.pending.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+
+    /// Releases `n` counts of a root held by the waiter of its latch. Returns `true` if they were
+    /// the last: the call is complete, everything its tasks did is visible to the caller, and
+    /// the latch is left unset — its only waiter is the caller, who need not wait for it.
+    /// Otherwise whoever releases the last count sets the latch, as usual. The root lives in the
+    /// caller's frame, so nothing is freed here.
+    ///
+    /// # Safety
+    /// `self` must be a root (made by [`CountNode::root`]), the caller its latch's waiter and
+    /// holding `n` of its counts; the caller must not wait for the latch if this returns `true`.
+    #[inline]
+    pub(crate) unsafe fn release_as_waiter(&self, n: usize) -> bool {
+        // AcqRel, as in `complete`: Release publishes the caller's work to the thread that
+        // releases the last count; Acquire, when this release is the last, makes the work of
+        // every task of the call visible here.
+        self.pending.fetch_sub(n, Ordering::AcqRel) == n
+    }
+
     /// Releases one count; on zero frees the node (if on the heap) and releases its parent.
     ///
     /// # Safety
@@ -331,6 +366,31 @@ mod loom_tests {
     struct Results([UnsafeCell<usize>; 3]);
     // SAFETY: test-only; loom checks every access for races.
     unsafe impl Sync for Results {}
+
+    impl Results {
+        fn new() -> Arc<Results> {
+            Arc::new(Results([
+                UnsafeCell::new(0),
+                UnsafeCell::new(0),
+                UnsafeCell::new(0),
+            ]))
+        }
+
+        /// Slot `piece` written by that piece alone.
+        fn write(&self, piece: usize, value: usize) {
+            // SAFETY: each piece writes only its own slot (loom checks the rest).
+            self.0[piece].with_mut(|slot| unsafe { *slot = value });
+        }
+
+        /// The sum of all slots, read by the waiter once the call has completed.
+        fn total(&self) -> usize {
+            self.0
+                .iter()
+                // SAFETY: loom reports a read not ordered after a slot's write.
+                .map(|cell| cell.with(|slot| unsafe { *slot }))
+                .sum()
+        }
+    }
 
     struct SendPtr<T>(*const T);
     // SAFETY: test-only wrapper; the protocol keeps the pointee alive while a count is held.
@@ -385,11 +445,7 @@ mod loom_tests {
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound = Some(3);
         builder.check(move || {
-            let work = Arc::new(Results([
-                UnsafeCell::new(0),
-                UnsafeCell::new(0),
-                UnsafeCell::new(0),
-            ]));
+            let work = Results::new();
             let mut handles = Vec::new();
             {
                 let latch = Latch::new();
@@ -403,24 +459,17 @@ mod loom_tests {
                     let work = work.clone();
                     handles.push(thread::spawn(move || {
                         let node = node;
-                        // SAFETY: each piece writes only its own slot.
-                        work.0[piece].with_mut(|slot| unsafe { *slot = piece + 1 });
+                        work.write(piece, piece + 1);
                         // SAFETY: each thread holds one of the child's two counts.
                         unsafe { complete(node.0) };
                     }));
                 }
-                // SAFETY: the caller's piece writes only its own slot.
-                work.0[2].with_mut(|slot| unsafe { *slot = 3 });
+                work.write(2, 3);
                 // SAFETY: the caller holds the root's initial count.
                 unsafe { complete(&root) };
                 wait(&latch);
-                // SAFETY: after the latch, all writers are done (loom checks exactly this).
-                let total: usize = work
-                    .0
-                    .iter()
-                    .map(|cell| cell.with(|slot| unsafe { *slot }))
-                    .sum();
-                assert_eq!(total, 6);
+                // After the latch, all writers are done (loom checks exactly this).
+                assert_eq!(work.total(), 6);
                 // `root` and `latch` are dropped here, before the other threads are joined.
             }
             for handle in handles {
@@ -443,6 +492,71 @@ mod loom_tests {
     #[should_panic(expected = "Causality violation")]
     fn loom_reading_a_node_after_its_release_is_caught() {
         completion_tree(complete_reading_after_release);
+    }
+
+    /// `release_as_waiter` with a Release-only decrement: a waiter whose last release does not
+    /// acquire the thief's. Kept as the negative control that shows the model catches a caller
+    /// that skips the latch without synchronizing with the call's tasks.
+    unsafe fn release_as_waiter_without_acquire(root: &CountNode, n: usize) -> bool {
+        root.pending.fetch_sub(n, Ordering::Release) == n
+    }
+
+    /// The lazy claims' ending (`strategy::lazy::run`): the root holds the caller's count and
+    /// one for an offer on the caller's deque, which a thief may steal (then it runs a piece
+    /// and completes the offer's count) or the caller takes back unrun (then it releases both
+    /// counts at once). The deque's pop-or-steal is modelled by one swap of a flag. A caller
+    /// whose release is the last leaves at once, without the latch; otherwise it waits for the
+    /// latch, which the thief's completion sets. Either way it must see the thief's work, and
+    /// nobody may touch the root or the latch after the caller left its frame.
+    fn waiter_takes_back_its_offer(release: unsafe fn(&CountNode, usize) -> bool) {
+        loom::model(move || {
+            let work = Results::new();
+            let taken = Arc::new(loom::sync::atomic::AtomicBool::new(false));
+            // Dropped by hand below, after the checks: a violation found in a check must not
+            // run the destructors (which loom checks too) while unwinding.
+            let mut latch = std::mem::ManuallyDrop::new(Latch::new());
+            let mut root = std::mem::ManuallyDrop::new(CountNode::root(&latch));
+            // SAFETY: the thief below is not started yet.
+            unsafe { root.add_unshared(1) };
+            let node = SendPtr(&*root as *const CountNode);
+            let (thief_work, thief_taken) = (work.clone(), taken.clone());
+            let handle = thread::spawn(move || {
+                let node = node;
+                if !thief_taken.swap(true, Ordering::AcqRel) {
+                    thief_work.write(1, 2);
+                    // SAFETY: the stolen offer holds one count of the root.
+                    unsafe { CountNode::complete(node.0) };
+                }
+            });
+            work.write(0, 1);
+            let stolen = taken.swap(true, Ordering::AcqRel);
+            // SAFETY: the caller holds its own count, and the offer's if it took it back.
+            if !unsafe { release(&root, if stolen { 1 } else { 2 }) } {
+                wait(&latch);
+            }
+            // After the call completed, the thief's write (if any) is visible.
+            assert_eq!(work.total(), if stolen { 3 } else { 1 });
+            // The caller leaves its frame: nothing of the root or the latch may be touched
+            // by the thief after this.
+            // SAFETY: each is dropped once, and not used afterwards.
+            unsafe {
+                std::mem::ManuallyDrop::drop(&mut root);
+                std::mem::ManuallyDrop::drop(&mut latch);
+            }
+            handle.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_waiter_that_takes_back_its_offer_sees_all_work() {
+        waiter_takes_back_its_offer(CountNode::release_as_waiter);
+    }
+
+    /// Negative control: the model fails when the caller's last release only releases.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn loom_a_waiter_release_without_acquire_is_caught() {
+        waiter_takes_back_its_offer(release_as_waiter_without_acquire);
     }
 
     /// `Latch::set` with a Relaxed failure ordering: a setter that saw `SLEEPY` without

@@ -373,10 +373,11 @@ impl<'a> LoopCall<'a> {
         }
     }
 
-    /// The first panic of the call's tasks, if any; called only after the root latch was
-    /// observed set.
+    /// The first panic of the call's tasks, if any; called only after the call completed: the
+    /// root latch was observed set, or the caller's own release of the root was its last
+    /// (`CountNode::release_as_waiter`).
     ///
-    /// The latch's Acquire orders every task of the call before this, and with it the `stop`
+    /// Either Acquire orders every task of the call before this, and with it the `stop`
     /// store that precedes each recorded panic. A call that was not stopped recorded no panic,
     /// and its caller skips the lock (two read-modify-writes per call).
     fn take_panic(&self) -> Option<Box<dyn Any + Send>> {
@@ -495,18 +496,37 @@ impl NodeRef {
         // SAFETY: the caller holds a count, so the node is alive.
         unsafe { (*self.0).add(n) }
     }
+
+    /// [`CountNode::add_unshared`].
+    ///
+    /// # Safety
+    /// As there: no task holding a count of the node has been published yet.
+    pub(crate) unsafe fn add_unshared(self, n: usize) {
+        // SAFETY: the caller holds a count, so the node is alive; exclusive by the contract.
+        unsafe { (*self.0).add_unshared(n) }
+    }
+
+    /// [`CountNode::release_as_waiter`].
+    ///
+    /// # Safety
+    /// As there.
+    pub(crate) unsafe fn release_as_waiter(self, n: usize) -> bool {
+        // SAFETY: the caller holds `n` counts, so the node is alive; forwarded.
+        unsafe { (*self.0).release_as_waiter(n) }
+    }
 }
 
 /// Makes a job that runs `work` in the executing thread's context, then releases `count`.
 ///
 /// Who frees what: the call's state (`LoopCall`), its root node and latch live in the frame of
-/// the thread that made the call (`run_loop`), which it leaves only after the root latch is set;
-/// that needs this job's count, which is released last — `work` and everything it captured are
-/// consumed before, and nothing is touched after `complete`.
+/// the thread that made the call (`run_loop`), which it leaves only after the call completed
+/// (the root latch is set, or the caller's own release of the root was the last); that needs
+/// this job's count, which is released last — `work` and everything it captured are consumed
+/// before, and nothing is touched after `complete`.
 ///
 /// # Safety
 /// `count` must be held for the job, and everything `work` borrows must outlive the call (the call
-/// waits for its root latch, which needs this count).
+/// waits until the root's counts are all released, this one included).
 pub(crate) unsafe fn counted_job<'a>(
     count: NodeRef,
     work: impl FnOnce(&WorkerCtx<'_>) + Send + 'a,
@@ -568,11 +588,13 @@ fn run_loop_entered(registry: &Registry, strategy: &Strategy, range: Range<usize
         let root = CountNode::root(&latch);
         let root_ref = NodeRef(&root);
         // Every strategy releases the caller's own count of the root (held since
-        // `CountNode::root`) when the caller's part is done.
-        match strategy {
+        // `CountNode::root`) when the caller's part is done. Lazy claims also wait for the call
+        // themselves (`true`): they may complete it without setting the latch.
+        let complete = match strategy {
             Strategy::Tree(config) if nested && config.nested == NestedCalls::Split => {
                 let grain = range.len().div_ceil(4 * registry.num_threads());
                 simple::run(ctx, &call, root_ref, range, grain);
+                false
             }
             Strategy::Tree(config)
                 if (nested
@@ -581,17 +603,36 @@ fn run_loop_entered(registry: &Registry, strategy: &Strategy, range: Range<usize
             {
                 if config.nested == NestedCalls::LazyHalves {
                     lazy::run_halves(ctx, &call, root_ref, range, call.slots);
+                    false
                 } else {
-                    lazy::run(ctx, &call, root_ref, range, call.slots);
+                    lazy::run(ctx, &call, root_ref, range, call.slots, &latch);
+                    true
                 }
             }
-            Strategy::Tree(config) => tree::run(ctx, &call, root_ref, range, config, !nested),
-            Strategy::Static => static_blocks::run(ctx, &call, root_ref, range),
-            Strategy::Dynamic { chunk } => dynamic::run(ctx, &call, root_ref, range, *chunk),
-            Strategy::Guided { min_chunk } => guided::run(ctx, &call, root_ref, range, *min_chunk),
-            Strategy::Simple { grain } => simple::run(ctx, &call, root_ref, range, *grain),
+            Strategy::Tree(config) => {
+                tree::run(ctx, &call, root_ref, range, config, !nested);
+                false
+            }
+            Strategy::Static => {
+                static_blocks::run(ctx, &call, root_ref, range);
+                false
+            }
+            Strategy::Dynamic { chunk } => {
+                dynamic::run(ctx, &call, root_ref, range, *chunk);
+                false
+            }
+            Strategy::Guided { min_chunk } => {
+                guided::run(ctx, &call, root_ref, range, *min_chunk);
+                false
+            }
+            Strategy::Simple { grain } => {
+                simple::run(ctx, &call, root_ref, range, *grain);
+                false
+            }
+        };
+        if !complete {
+            ctx.wait_for(&latch, crate::WaitKind::Loop);
         }
-        ctx.wait_for(&latch, crate::WaitKind::Loop);
         call.take_panic()
     });
     if let Some(payload) = panic {

@@ -154,7 +154,7 @@ mod tests {
     }
 }
 
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
     use loom::sync::Arc;
