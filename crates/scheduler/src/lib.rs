@@ -34,6 +34,16 @@
 //! share first, and takes back work queued for threads that have not woken up yet. It stands in
 //! for worker 0 (which meanwhile steals nothing), so a pool of P threads runs a loop on P threads.
 //!
+//! # Iterations that wait for each other
+//!
+//! Like rayon, the pool promises that every iteration runs exactly once, not that any two run at
+//! the same time. A thread waiting for a call runs other tasks meanwhile, and one of them can be
+//! an iteration that waits for the very iteration beneath it on the same stack — one of an
+//! enclosing call, or a share queued for a busy worker and taken back — and then neither ever
+//! finishes. A lazy call's P − 1 first offers let P of its iterations run at once only while P
+//! threads are free to take them. Iterations that must meet should run on threads of their own
+//! (`std::thread::scope`) or wait with a time limit, as the `round` kernel's barrier does.
+//!
 //! # Example
 //!
 //! ```
