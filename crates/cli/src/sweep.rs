@@ -497,7 +497,8 @@ impl CellRun {
 /// threads while running (`spawn`), how many they created (`threads-created`); and the tree
 /// strategy's timespan (`timespan`, µs: calibrated per pool, so per cell and round, and possibly
 /// lowered by the pool's calls; read at the end of the run), which shapes how soon its threads
-/// balance.
+/// balance, and what the pool calibrated (`timespan-calibrated`, µs), which shows whether it was
+/// lowered.
 fn record_os_metrics(
     metrics: &mut Vec<MetricSeries>,
     executor: &dyn Executor,
@@ -515,6 +516,16 @@ fn record_os_metrics(
         record_metric(
             metrics,
             parbench_kernels::Metric::new("timespan", timespan.as_secs_f64() * 1e6, "µs"),
+        );
+    }
+    if let Some(calibrated) = executor.calibrated_timespan() {
+        record_metric(
+            metrics,
+            parbench_kernels::Metric::new(
+                "timespan-calibrated",
+                calibrated.as_secs_f64() * 1e6,
+                "µs",
+            ),
         );
     }
     let share = usage_before
@@ -822,27 +833,40 @@ mod tests {
         static FAULTY: TestKernel = TestKernel::new("faulty", faulty);
         let schedulers = vec![ExecutorKind::Tree, ExecutorKind::Guided];
         let (_, report, _) = sweep_of(&FAULTY, schedulers, vec![1, 2], (2, 0, 1));
-        let timespans = |scheduler: &str, threads: &str| {
+        let timespans = |scheduler: &str, threads: &str, metric: &str| {
             let cell = report.cells.iter().find(|c| {
                 c.labels
                     .iter()
                     .any(|(k, v)| k == "scheduler" && v == scheduler)
                     && c.labels.iter().any(|(k, v)| k == "threads" && v == threads)
             });
-            let metric = cell.unwrap().metrics.iter().find(|m| m.name == "timespan");
-            metric.map(|m| m.values.clone())
+            let series = cell.unwrap().metrics.iter().find(|m| m.name == metric);
+            series.map(|m| m.values.clone())
         };
-        let tree = timespans("tree", "2").expect("a 2-thread tree cell records its timespan");
+        let tree =
+            timespans("tree", "2", "timespan").expect("a 2-thread tree cell records its timespan");
         assert!(
             tree.len() == 2 && tree.iter().all(|&us| us >= 10.0),
             "{tree:?}"
         );
-        assert_eq!(timespans("guided", "2"), None, "guided waits no timespan");
-        assert_eq!(
-            timespans("tree", "1"),
-            None,
-            "a one-thread pool runs inline"
+        let calibrated =
+            timespans("tree", "2", "timespan-calibrated").expect("and what its pool calibrated");
+        assert!(
+            calibrated.len() == 2 && calibrated.iter().zip(&tree).all(|(c, t)| c >= t),
+            "a pool only lowers its timespan: {calibrated:?} against {tree:?}"
         );
+        for metric in ["timespan", "timespan-calibrated"] {
+            assert_eq!(
+                timespans("guided", "2", metric),
+                None,
+                "guided waits no timespan"
+            );
+            assert_eq!(
+                timespans("tree", "1", metric),
+                None,
+                "a one-thread pool runs inline"
+            );
+        }
     }
 
     /// Runs that record in [`RAN_ON`] which executor ran them; each reports 1 ms.

@@ -124,6 +124,22 @@ pub trait Executor: Send + Sync {
     fn timespan(&self) -> Option<std::time::Duration> {
         None
     }
+    /// The timespan this executor's pool calibrated when it was built, for an executor whose
+    /// [`timespan`](Executor::timespan) is the pool's; `None` otherwise. The timespan in use can
+    /// be lower: a pool lowers a calibrated timespan its calls show to be too high.
+    ///
+    /// ```
+    /// use parbench_kernels::{Executor, ExecutorKind, PinPolicy, SchedulerExecutor};
+    /// let tree = SchedulerExecutor::new(ExecutorKind::Tree, 2, PinPolicy::None)?;
+    /// let calibrated = tree.calibrated_timespan().expect("tree's pool calibrates");
+    /// assert!(tree.timespan().is_some_and(|t| t <= calibrated));
+    /// let guided = SchedulerExecutor::new(ExecutorKind::Guided, 2, PinPolicy::None)?;
+    /// assert_eq!(guided.calibrated_timespan(), None);
+    /// # Ok::<(), parbench_kernels::ExecutorError>(())
+    /// ```
+    fn calibrated_timespan(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// This executor as [`Any`], so that [`par_chunks_mut`] can reach its native slice API.
     /// `None` (the default, for executors defined elsewhere) makes `par_chunks_mut` run through
     /// [`Executor::for_chunks`] instead.

@@ -37,6 +37,7 @@ impl std::fmt::Debug for ThreadPool {
         f.debug_struct("ThreadPool")
             .field("num_threads", &self.num_threads())
             .field("timespan", &self.timespan())
+            .field("calibrated_timespan", &self.calibrated_timespan())
             .finish()
     }
 }
@@ -116,6 +117,32 @@ impl ThreadPool {
     /// ```
     pub fn timespan(&self) -> Duration {
         self.registry.timespan.get()
+    }
+
+    /// The timespan this pool calibrated when it was built, or `None` if the builder fixed it
+    /// ([`Timespan::Fixed`](crate::Timespan::Fixed)).
+    ///
+    /// [`timespan`](Self::timespan) is the value calls use now: the calibrated one, lowered by
+    /// the pool's calls or replaced by [`set_timespan`](Self::set_timespan). This is what the
+    /// calibration measured (clamped to [`CALIBRATION_RANGE`](crate::CALIBRATION_RANGE)), so a
+    /// report can tell a timespan calibrated high and lowered since from one calibrated low.
+    ///
+    /// ```
+    /// use parbench_scheduler::{ThreadPoolBuilder, Timespan};
+    /// use std::time::Duration;
+    /// let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    /// let calibrated = pool.calibrated_timespan().unwrap();
+    /// assert!(pool.timespan() <= calibrated);
+    ///
+    /// let fixed = ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .timespan(Timespan::Fixed(Duration::from_micros(30)))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(fixed.calibrated_timespan(), None);
+    /// ```
+    pub fn calibrated_timespan(&self) -> Option<Duration> {
+        self.registry.timespan.calibrated()
     }
 
     /// Sets the tree strategy's timespan for later calls (it stays as set: the pool no longer

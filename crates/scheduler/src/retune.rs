@@ -47,6 +47,9 @@ pub(crate) struct PoolTimespan {
     ticks: AtomicU64,
     /// The same timespan as set, for reporting without tick-conversion rounding.
     nanos: AtomicU64,
+    /// The timespan the build calibrated, in nanoseconds (0: not calibrated). Kept for reporting
+    /// once lowering or `set` has replaced it.
+    calibrated: AtomicU64,
     /// Set while the timespan was calibrated and is above the floor (a hint for the calls: the
     /// window, under its lock, decides).
     watching: AtomicBool,
@@ -73,6 +76,7 @@ impl PoolTimespan {
         PoolTimespan {
             ticks: AtomicU64::new(0),
             nanos: AtomicU64::new(0),
+            calibrated: AtomicU64::new(0),
             watching: AtomicBool::new(false),
             window: CachePadded::new(Mutex::new(Window::default())),
         }
@@ -88,6 +92,15 @@ impl PoolTimespan {
     /// The timespan as it was set (or lowered to).
     pub(crate) fn get(&self) -> Duration {
         Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
+    }
+
+    /// The timespan the pool's build calibrated, if it did (whatever the timespan is now).
+    pub(crate) fn calibrated(&self) -> Option<Duration> {
+        // Relaxed: a reported value; no other data is published through it.
+        match self.calibrated.load(Ordering::Relaxed) {
+            0 => None,
+            nanos => Some(Duration::from_nanos(nanos)),
+        }
     }
 
     /// Sets the timespan by hand (the builder's `Timespan::Fixed`, `ThreadPool::set_timespan`):
@@ -111,6 +124,10 @@ impl PoolTimespan {
         };
         self.watching.store(watching, Ordering::Relaxed);
         self.store(timespan);
+        let nanos = u64::try_from(timespan.as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        self.calibrated.store(nanos, Ordering::Relaxed);
     }
 
     /// Whether the calls should record their share starts.
@@ -211,6 +228,11 @@ mod tests {
         assert!(!timespan.watching());
         timespan.record(0);
         assert!(about(timespan.get(), 10));
+        assert_eq!(
+            timespan.calibrated(),
+            Some(Duration::from_micros(500)),
+            "the calibrated value stays reported"
+        );
     }
 
     #[test]
@@ -234,6 +256,9 @@ mod tests {
     #[test]
     fn a_timespan_set_by_hand_or_calibrated_at_the_floor_is_never_lowered() {
         let timespan = PoolTimespan::new();
+        assert_eq!(timespan.calibrated(), None);
+        timespan.set(Duration::from_micros(20));
+        assert_eq!(timespan.calibrated(), None, "set by hand is not calibrated");
         timespan.set_calibrated(Duration::from_micros(500), Duration::from_micros(10));
         timespan.set(Duration::from_micros(500));
         assert!(!timespan.watching());

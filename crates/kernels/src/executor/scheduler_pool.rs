@@ -121,6 +121,15 @@ impl SchedulerExecutor {
         self.pool
             .par_chunks_mut_with(&self.strategy, data, chunk_len, body);
     }
+
+    /// Where the timespan this executor's calls wait comes from, if they wait one: only the
+    /// tree strategies do, and not on a one-thread pool, which runs every call inline.
+    fn waited_timespan(&self) -> Option<TreeTimespan> {
+        match &self.strategy {
+            Strategy::Tree(config) if self.pool.num_threads() > 1 => Some(config.timespan),
+            _ => None,
+        }
+    }
 }
 
 impl Executor for SchedulerExecutor {
@@ -178,17 +187,17 @@ impl Executor for SchedulerExecutor {
     }
 
     fn timespan(&self) -> Option<Duration> {
-        if self.pool.num_threads() == 1 {
-            // A one-thread pool runs every call inline: no timespan is waited.
-            return None;
+        match self.waited_timespan()? {
+            TreeTimespan::Pool => Some(self.pool.timespan()),
+            TreeTimespan::Fixed(duration) => Some(duration),
+            TreeTimespan::Disabled => None,
         }
-        match &self.strategy {
-            Strategy::Tree(config) => match config.timespan {
-                TreeTimespan::Pool => Some(self.pool.timespan()),
-                TreeTimespan::Fixed(duration) => Some(duration),
-                TreeTimespan::Disabled => None,
-            },
-            _ => None,
+    }
+
+    fn calibrated_timespan(&self) -> Option<Duration> {
+        match self.waited_timespan()? {
+            TreeTimespan::Pool => self.pool.calibrated_timespan(),
+            TreeTimespan::Fixed(_) | TreeTimespan::Disabled => None,
         }
     }
 
