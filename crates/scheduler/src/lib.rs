@@ -13,10 +13,11 @@
 //! share after `⌈log_K P⌉` hand-offs; each thread runs its share for a *timespan* (calibrated
 //! when the pool is built, and lowered later if the pool's calls start their threads much faster
 //! than the calibration measured; [`ThreadPool::timespan`]) without creating any task, then
-//! offers the rest as stealable *balancing tasks* — halves of what is left, one at a time (a new
-//! one only when its deque is empty), down to as many iterations as it managed in that timespan
-//! (below that only once some thread of the call has run out of work, so that the threads finish
-//! together). On a balanced load this costs about as little as static scheduling; on an
+//! offers the rest as stealable *balancing tasks*, one at a time (a new one only when its deque is
+//! empty), while at least twice as many iterations as it managed in that timespan are left
+//! (fewer only once some thread of the call has run out of work, so that the threads finish
+//! together). The thief of one takes chunks from the far end of what is left, each a `2·P`-th of
+//! it, while the owner goes on from the near end. On a balanced load this costs about as little as static scheduling; on an
 //! unbalanced one the balancing tasks are stolen. Because everything runs as tasks on one pool,
 //! calls compose: a loop inside a loop body runs on the same threads. Such
 //! a *nested* call, and an outermost call of at most a few iterations per thread, skips the tree:

@@ -497,8 +497,8 @@ impl Drop for ContextScope<'_, '_> {
     fn drop(&mut self) {
         if let Slot::Guest(index) = self.ctx.slot {
             // A guest may leave with tasks of *other* calls on its deque: while it waited it ran a
-            // stolen piece of another caller's loop, which pushed that loop's balancing tasks
-            // here. Once the slot is released nobody may look at this deque again — workers
+            // stolen share or task of another caller's loop, which pushed that loop's balancing
+            // tasks here. Once the slot is released nobody may look at this deque again — workers
             // standing aside for the remaining guests do not steal, and the other caller parks
             // until its latch is set — so that call would hang. Run them before leaving (jobs
             // catch their own panics, so this is safe during unwinding too).

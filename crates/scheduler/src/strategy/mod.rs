@@ -84,7 +84,7 @@ impl Default for Strategy {
 
 impl Strategy {
     /// The study's first ablation: Tree without the timespan delay (balancing starts before the
-    /// first iteration; with an adaptive grain that means pieces down to a single iteration).
+    /// first iteration; with an adaptive grain that means a grain of a single iteration).
     ///
     /// ```
     /// use parbench_scheduler::{Strategy, TreeTimespan};
@@ -126,7 +126,8 @@ pub struct TreeConfig {
     pub arity: usize,
     /// How long a thread runs its share before creating balancing tasks.
     pub timespan: TreeTimespan,
-    /// How balancing tasks are sized.
+    /// The step in which a thread runs its share after the timespan, which decides when it offers
+    /// work and how small a thief's chunks may get.
     pub grain: Grain,
     /// How a call made from inside the pool (a loop body, a task) is run.
     pub nested: NestedCalls,
@@ -228,7 +229,9 @@ pub enum TreeTimespan {
     Disabled,
 }
 
-/// How the tree strategy sizes its balancing tasks.
+/// The tree strategy's grain: the step in which a thread runs its share after the timespan. A
+/// share offers work to idle threads only while two grains or more are left (less only to a
+/// thread out of work), and a thief's chunks are never below an eighth of a grain.
 ///
 /// ```
 /// use parbench_scheduler::{Grain, Strategy, TreeConfig};
@@ -237,10 +240,10 @@ pub enum TreeTimespan {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Grain {
-    /// At least as many iterations as the thread ran during its timespan (at least one).
+    /// As many iterations as the thread ran during its timespan (at least one).
     #[default]
     Adaptive,
-    /// At least this many iterations (0 acts as 1).
+    /// This many iterations (0 acts as 1).
     Fixed(usize),
 }
 
@@ -265,9 +268,9 @@ impl Body<'_> {
 pub(crate) struct LoopCall<'a> {
     body: Body<'a>,
     stop: AtomicBool,
-    /// The threads of the call that ran out of work of its own and have not started another of
-    /// its pieces since, one bit per thread ([`idle_bit`]; tree: while any is set, the last
-    /// iterations of a piece are offered below the grain; see `tree::run_piece`).
+    /// The threads of the call that ran out of work of its own and have not taken more of it
+    /// since, one bit per thread ([`idle_bit`]; tree: while any is set, the last iterations of a
+    /// share are offered below the grain; see `tree::run_piece`).
     out_of_work: AtomicUsize,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
     /// How many threads take part (slot 0 is the caller).
@@ -324,8 +327,8 @@ impl<'a> LoopCall<'a> {
         }
     }
 
-    /// Records that the calling thread starts a piece of this call: if it had run out of work,
-    /// it has found some (a stolen piece).
+    /// Records that the calling thread starts work of this call: if it had run out of work, it
+    /// has found some (chunks of another thread's share).
     #[inline]
     pub(crate) fn note_working(&self, ctx: &WorkerCtx<'_>) {
         let bit = idle_bit(ctx);

@@ -1,14 +1,14 @@
-//! `SplitRange`: the rest of a tree piece, run by its owner from the low end and split in place by
-//! thieves.
+//! `SplitRange`: the rest of a tree piece, run by its owner from the low end and by thieves from
+//! the high end.
 //!
 //! After its timespan a tree thread keeps what is left of its piece here instead of in a local
 //! range. It takes its next grain with [`SplitRange::claim`]; the thief of one of its offers takes
-//! the upper half of what is left *when it runs the offer* with [`SplitRange::split`]. So an offer
-//! that nobody steals costs no work to take back, and one that is stolen late hands over half of
-//! the current rest, not half of the rest when it was made.
+//! chunks from the other end with [`SplitRange::take_top`], each sized by what is left *when it
+//! takes it*, until the two meet. So an offer that nobody steals costs no work to take back, and
+//! one that is stolen late shares out the current rest, not the rest when it was made.
 //!
 //! Both operations are a compare-and-swap of one word holding the start and end offsets, so a
-//! claim and a split never hand out the same iteration: the word's modification order alone
+//! claim and a chunk never hand out the same iteration: the word's modification order alone
 //! makes the ranges they return disjoint, whatever the memory orderings. Offsets are 32 bits: a
 //! rest of more than `u32::MAX` iterations is not kept here ([`SplitRange::new`] returns `None`).
 
@@ -19,7 +19,8 @@ use loom::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(loom))]
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A range shared by its owner, which takes from the low end, and thieves, which halve it.
+/// A range shared by its owner, which takes from the low end, and thieves, which take from the
+/// high end.
 pub(crate) struct SplitRange {
     /// The first iteration of the range when it was made; the word holds offsets from it.
     base: usize,
@@ -60,12 +61,14 @@ impl SplitRange {
         })
     }
 
-    /// Takes the upper half of what is left, rounded down (`None` if fewer than two iterations
-    /// are left: the owner keeps at least one).
-    pub(crate) fn split(&self) -> Option<Range<usize>> {
+    /// Takes a `divisor`-th of what is left, rounded down, from the high end — but at least
+    /// `floor` iterations and at least one, and at most what is left (`None` if nothing is left).
+    /// A `divisor` of 0 is treated as 1.
+    pub(crate) fn take_top(&self, divisor: usize, floor: usize) -> Option<Range<usize>> {
         self.update(|start, end| {
-            let mid = start + (end - start) / 2;
-            (end >= start + 2).then_some(((start, mid), mid..end))
+            let left = end.checked_sub(start).filter(|&left| left > 0)?;
+            let taken = (left / divisor.max(1)).max(floor).clamp(1, left);
+            Some(((start, end - taken), end - taken..end))
         })
     }
 
@@ -102,47 +105,56 @@ mod tests {
     use super::*;
 
     #[test]
-    fn claims_and_splits_hand_out_every_iteration_once() {
+    fn claims_and_chunks_from_the_top_hand_out_every_iteration_once() {
         for len in 0..40usize {
             for step in 1..6usize {
-                for split_every in 1..4usize {
-                    let range = SplitRange::new(100..100 + len).unwrap();
-                    let mut seen = vec![0u8; len];
-                    let mut pending = vec![range];
-                    let mut round = 0;
-                    while let Some(current) = pending.pop() {
-                        while let Some(claimed) = current.claim(step) {
+                for (divisor, floor) in [(1, 0), (2, 1), (3, 2), (4, 0), (5, 3)] {
+                    for take_every in 1..4usize {
+                        let range = SplitRange::new(100..100 + len).unwrap();
+                        let mut seen = vec![0u8; len];
+                        let mut run = |taken: Range<usize>| taken.for_each(|i| seen[i - 100] += 1);
+                        let mut round = 0;
+                        while let Some(claimed) = range.claim(step) {
                             assert!(claimed.len() <= step && !claimed.is_empty());
-                            claimed.for_each(|i| seen[i - 100] += 1);
+                            run(claimed);
                             round += 1;
-                            if round % split_every == 0 {
-                                if let Some(upper) = current.split() {
-                                    assert!(current.len() >= 1, "the owner keeps one");
-                                    pending.push(SplitRange::new(upper).unwrap());
-                                }
+                            if round % take_every == 0
+                                && let Some(chunk) = range.take_top(divisor, floor)
+                            {
+                                assert!(!chunk.is_empty());
+                                run(chunk);
                             }
                         }
-                        assert_eq!(current.split(), None);
+                        assert_eq!(range.take_top(divisor, floor), None);
+                        assert!(
+                            seen.iter().all(|&n| n == 1),
+                            "len {len} step {step} divisor {divisor} floor {floor}: {seen:?}"
+                        );
                     }
-                    assert!(
-                        seen.iter().all(|&n| n == 1),
-                        "len {len} step {step}: {seen:?}"
-                    );
                 }
             }
         }
     }
 
     #[test]
-    fn a_split_takes_the_upper_half_and_leaves_at_least_one() {
-        let range = SplitRange::new(10..15).unwrap();
-        assert_eq!(range.split(), Some(12..15));
-        assert_eq!(range.split(), Some(11..12));
-        assert_eq!(range.split(), None);
-        assert_eq!(range.len(), 1);
-        assert_eq!(range.claim(8), Some(10..11));
-        assert_eq!(range.claim(8), None);
-        assert_eq!(range.len(), 0);
+    fn a_chunk_from_the_top_is_a_share_of_what_is_left_but_not_below_the_floor() {
+        let range = SplitRange::new(10..30).unwrap();
+        assert_eq!(range.take_top(4, 1), Some(25..30));
+        assert_eq!(range.claim(3), Some(10..13));
+        // 12 left: a quarter is 3, the floor 4.
+        assert_eq!(range.take_top(4, 4), Some(21..25));
+        assert_eq!(range.take_top(4, 0), Some(19..21));
+        assert_eq!(
+            range.take_top(0, 0),
+            Some(13..19),
+            "a divisor of 0 takes everything"
+        );
+        assert_eq!(range.take_top(4, 1), None);
+        let last = SplitRange::new(0..3).unwrap();
+        assert_eq!(last.take_top(8, 0), Some(2..3), "at least one");
+        assert_eq!(last.take_top(8, 5), Some(0..2), "at most what is left");
+        assert_eq!(last.claim(1), None);
+        assert_eq!(last.len(), 0);
     }
 
     #[test]
@@ -160,9 +172,8 @@ mod loom_tests {
     use loom::sync::Arc;
     use loom::sync::atomic::AtomicUsize;
 
-    /// The owner claims one iteration at a time while a thief splits twice (a second offer
-    /// stolen by the same thread): every iteration of 0..4 is run exactly once, in every
-    /// interleaving.
+    /// The owner claims one iteration at a time while a thief takes two chunks from the top:
+    /// every iteration of 0..4 is run exactly once, in every interleaving.
     #[test]
     fn loom_split_range_hands_out_every_iteration_once() {
         loom::model(|| {
@@ -173,7 +184,7 @@ mod loom_tests {
                 let (range, counts) = (range.clone(), counts.clone());
                 loom::thread::spawn(move || {
                     for _ in 0..2 {
-                        if let Some(stolen) = range.split() {
+                        if let Some(stolen) = range.take_top(2, 1) {
                             stolen.for_each(|i| {
                                 counts[i].fetch_add(1, Ordering::Relaxed);
                             });

@@ -18,20 +18,22 @@
 //!    runs what is left from its low end, one grain at a time, and whenever its deque is empty
 //!    (nothing there for an idle thread, or a thief took it) and at least two grains are left, it
 //!    puts a balancing task on its own deque, where idle threads steal it. The task is an *offer
-//!    to split*: the thief that runs it takes the upper half of what is left at that moment
-//!    (`split_range.rs`), and a new offer is made only once the previous one is gone. So the
-//!    pieces are those of halving down to one grain, oldest and largest stolen first, made lazily;
-//!    on a balanced load a thread makes one task, finds it unstolen at the end and drops it, instead
-//!    of one task per grain — or one per halving, each taken back and run by its maker, as before
-//!    (tree / guided on spmv-triangle's loop 1.041 → 1.019, 24 processes of each). A stolen piece
-//!    runs its own timespan first and measures its own grain.
-//! 4. **Finish together.** While some thread of the call is out of work — it finished a piece
-//!    with nothing of its own left and has not started another piece of the call since — a thread
-//!    whose last work is the final two grains of a piece offers their upper half as well (down to
-//!    single iterations) and runs them in steps of an eighth of a grain, so the idle thread gets
-//!    its half within a step: the threads' ends differ by about a step, not a grain. This matters
-//!    when a participant starts late (a worker woken late runs its share past the caller's end).
-//!    Once the idle thread has stolen a piece it is busy again and the small offers stop: on an
+//!    to share*: the thief that runs it takes chunks from the high end of what is left, each a
+//!    `2·P`-th of what is left at that moment but not below an eighth of the owner's grain
+//!    (guided's rule, from the other end), and runs them until it meets the owner
+//!    (`split_range.rs`). A new offer is made
+//!    only once the previous one is gone. On a balanced load a thread makes one task, finds it
+//!    unstolen at the end and drops it. A thief makes nothing of what it takes: no timespan, no
+//!    grain, no offers. It used to take the upper half of what was left as a piece of its own,
+//!    with all three, and those were what tree paid over guided at every split (see
+//!    `take_from_the_top`).
+//! 4. **Finish together.** While some thread of the call is out of work — it finished its work of
+//!    the call and has not taken any more since — a thread whose last work is the final two grains
+//!    of its share offers them too (down to single iterations) and runs them in steps of an eighth
+//!    of a grain, so the idle thread gets its chunks within a step: the threads' ends differ by
+//!    about a step, not a grain. This matters when a participant starts late (a worker woken late
+//!    runs its share past the caller's end).
+//!    Once the idle thread has taken a chunk it is busy again and the small offers stop: on an
 //!    irregular loop, whose first thread to finish its share steals early, they would otherwise
 //!    go on for the rest of the call. In a harness of
 //!    spmv-triangle's loop (300 calls per process, processes alternating with the sticky rule)
@@ -224,34 +226,32 @@ fn distribute<'a>(
 /// eighth of a grain for its share of them (see `run_piece`).
 const TAIL_STEPS_PER_GRAIN: usize = 8;
 
-/// Runs `range` on this thread — a share, or a balancing piece — and then releases `held`.
+/// Runs `range` on this thread — a share, or a half of a share too long for a [`SplitRange`] —
+/// and then releases `held`.
 ///
-/// A share, or a piece stolen from another thread, first runs for the timespan without creating
-/// any stealable task, counting the iterations it manages: the adaptive grain (a stolen piece
-/// measures its own, so pieces far from a heavy start of a range are sized by their own, cheaper
-/// iterations).
+/// It first runs for the timespan without creating any stealable task, counting the iterations
+/// it manages: the adaptive grain.
 ///
 /// Then it runs what is left from its low end, one grain at a time, and offers work lazily:
 /// whenever its deque is empty — nothing there for an idle thread, or a thief took it — and at
 /// least two grains are left, it pushes an offer on its own deque (where idle threads steal it).
 /// What is left lives in a [`SplitRange`]: this thread claims its grains from the low end, and the
-/// thief of an offer takes the upper half of what is left when it runs it. So the pieces are the
-/// same halving ones down to one grain, oldest and largest stolen first, but an offer is made only
+/// thief of an offer takes chunks from the high end (`take_from_the_top`). An offer is made only
 /// when the previous one is gone, and one that nobody steals costs nothing to take back: on a
 /// balanced loop a thread makes one task and drops it unused at the end (its own wait pops it; it
-/// finds nothing to split). The balancing tasks count in a node of their own, so completing them
-/// touches no counter that other threads' pieces use.
+/// finds nothing left). The balancing tasks count in a node of their own, so completing them
+/// touches no counter that other threads' shares use.
 ///
-/// The end of a call: a thread whose deque is empty when it finishes a piece has no work of its
-/// own left and records that in the call (`LoopCall::note_out_of_work`), until it starts another
-/// piece of the call (`LoopCall::note_working`). Meanwhile a thread whose last work is the final
-/// two grains of a piece — its deque empty — offers the upper half of them too, down to single
-/// iterations, and it runs those two grains in steps of an eighth of a grain, so the idle thread
-/// gets its half within a step. Without this the threads' ends could
-/// differ by up to about a grain (one timespan of work): when one participant starts its share
-/// late (a worker woken late), the caller would finish its share and wait while the late one runs
-/// the rest of its own, as under `Static`. Until a thread runs out of work nothing changes: no
-/// piece below two grains is offered, so a balanced loop makes no extra tasks.
+/// The end of a call: a thread whose deque is empty when it finishes its work of the call
+/// records that in the call (`LoopCall::note_out_of_work`), until it takes more of the call's
+/// work (`LoopCall::note_working`). Meanwhile a thread whose last work is the final two grains
+/// of its share — its deque empty — offers them too, down to single iterations, and runs them in
+/// steps of an eighth of a grain, so the idle thread gets its chunks within a step. Without this
+/// the threads' ends could differ by up to about a grain (one timespan of work): when one
+/// participant starts its share late (a worker woken late), the caller would finish its share
+/// and wait while the late one runs the rest of its own, as under `Static`. Until a thread runs
+/// out of work nothing changes: nothing below two grains is offered, so a balanced loop makes no
+/// extra tasks.
 fn run_piece<'a>(
     ctx: &WorkerCtx<'_>,
     call: &'a LoopCall<'a>,
@@ -307,21 +307,14 @@ fn run_piece<'a>(
             && (left >= 2 * grain || (left >= 2 && call.someone_is_out_of_work()));
         if make_offer {
             let shared = Arc::clone(&shared);
-            offer(
-                ctx,
-                call,
-                node_of(&mut node),
-                move |ctx, count| match shared.split() {
-                    Some(upper) => run_piece(ctx, call, count, upper, config),
-                    // Nothing left to split: the owner ran the rest (this is its own offer, popped
-                    // after its piece ended, or one stolen too late).
-                    // SAFETY: the count this offer was made with.
-                    None => unsafe { count.complete() },
-                },
-            );
+            offer(ctx, call, node_of(&mut node), move |ctx, count| {
+                take_from_the_top(ctx, call, &shared, tail_step);
+                // SAFETY: the count this offer was made with.
+                unsafe { count.complete() };
+            });
         }
         // The last two grains of a thread's work run in smaller steps, so that a thread running
-        // out of work meanwhile gets half of what is left within a step, not a grain.
+        // out of work meanwhile gets its chunks within a step, not a grain.
         let step = if last_work && left < 2 * grain {
             tail_step
         } else {
@@ -339,6 +332,34 @@ fn run_piece<'a>(
     }
     // SAFETY: the piece's own count — in `node` if it made one (which took `held`'s over).
     unsafe { node.unwrap_or(held).complete() };
+}
+
+/// Runs the thief's side of an offer: chunks from the high end of the owner's rest, each a
+/// `2·P`-th of what is left when it is taken but at least `floor` iterations (the owner's tail
+/// step, an eighth of its grain), until nothing is left.
+/// Nothing may be left already: the owner ran the rest (this is its own offer, popped after its
+/// share ended, or one stolen too late).
+///
+/// A thief used to take the upper half of the rest as a piece of its own, which ran a timespan,
+/// measured a grain and made offers in turn; with P = 2 the two threads then passed halves back
+/// and forth, each a new piece. Here the chunks shrink as guided's do, run as they are, and only
+/// the owner's share keeps a timespan, a grain and offers. Another idle thread joins through the
+/// owner's next offer (made once this one is gone) and takes chunks from the same end.
+fn take_from_the_top(ctx: &WorkerCtx<'_>, call: &LoopCall<'_>, rest: &SplitRange, floor: usize) {
+    let divisor = 2 * call.slots;
+    let mut took_some = false;
+    while let Some(chunk) = rest.take_top(divisor, floor) {
+        if !took_some {
+            call.note_working(ctx);
+            took_some = true;
+        }
+        if !call.run(chunk) {
+            break;
+        }
+    }
+    if took_some && ctx.deque_is_empty() {
+        call.note_out_of_work(ctx);
+    }
 }
 
 /// Pushes a balancing task on this thread's deque: `work` runs on the thread that takes it, with
