@@ -469,3 +469,78 @@ fn tree_offers_the_last_iterations_to_a_thread_out_of_work() {
         "the caller ran out of work but got none of the worker's last iterations"
     );
 }
+
+/// The thief's side of a tree offer: chunks from the top of the owner's rest, downwards, each a
+/// `2·P`-th of what is left (not below the tail step), run as they are. The worker's iterations
+/// take 20 µs each and the caller's none, so once the caller has run its own share (after the
+/// worker started) it takes the worker's rest from the top while the worker is inside one
+/// iteration. Each of the caller's body calls in the worker's block must then end where the
+/// previous one began and be no longer than it. A thief that made a piece of what it took (the
+/// rule before) ran that piece from its low end in growing timespan batches: upwards.
+#[test]
+fn a_tree_thief_takes_chunks_downwards_from_the_top_of_the_owners_rest() {
+    use parbench_scheduler::{Grain, TreeConfig, TreeTimespan};
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+    let pool = ThreadPoolBuilder::new()
+        .num_threads(2)
+        .spin_before_park(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let strategy = Strategy::Tree(TreeConfig {
+        timespan: TreeTimespan::Fixed(Duration::from_micros(1)),
+        grain: Grain::Fixed(8),
+        ..TreeConfig::default()
+    });
+    let n = 200;
+    let worker_started = AtomicBool::new(false);
+    let runs = Mutex::new(Vec::new());
+    let ran = (0..n).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>();
+    pool.parallel_for_chunks_with(&strategy, 0..n, |chunk| {
+        let by_caller = pool.current_thread_index().is_none();
+        runs.lock().unwrap().push((chunk.clone(), by_caller));
+        for i in chunk {
+            ran[i].fetch_add(1, Ordering::Relaxed);
+            if !by_caller {
+                worker_started.store(true, Ordering::Relaxed);
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_micros(20) {
+                    std::hint::spin_loop();
+                }
+            } else if i == 0 {
+                let start = Instant::now();
+                while !worker_started.load(Ordering::Relaxed)
+                    && start.elapsed() < Duration::from_secs(5)
+                {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    });
+    assert!(ran.iter().all(|count| count.load(Ordering::Relaxed) == 1));
+    if !worker_started.into_inner() {
+        eprintln!("SKIPPED: the worker did not start within 5 s (machine overloaded)");
+        return;
+    }
+    let taken: Vec<_> = runs
+        .into_inner()
+        .unwrap()
+        .into_iter()
+        .filter(|(chunk, by_caller)| *by_caller && chunk.start >= n / 2)
+        .map(|(chunk, _)| chunk)
+        .collect();
+    assert!(
+        taken.len() >= 2,
+        "the caller ran {taken:?} of the worker's block, expected several chunks"
+    );
+    assert_eq!(
+        taken[0].end, n,
+        "the first chunk is not the top of the block"
+    );
+    for pair in taken.windows(2) {
+        assert!(
+            pair[1].end == pair[0].start && pair[1].len() <= pair[0].len(),
+            "not downwards in shrinking chunks: {taken:?}"
+        );
+    }
+}
