@@ -517,6 +517,44 @@ fn a_tree_thief_takes_chunks_downwards_from_the_top_of_the_owners_rest() {
     }
 }
 
+/// More than two threads on one heavy share: the caller's block of a 4-thread tree call is slow
+/// (200 µs per iteration), the workers' blocks are instant. The first idle worker joins the
+/// caller through its first offer and takes chunks from the top; the caller, its deque empty
+/// again, makes another offer, through which a second idle worker joins, and so on. At least
+/// two different workers must run iterations of the caller's block: one thief alone, or none,
+/// means the later offers are missing.
+#[test]
+fn more_idle_threads_join_one_heavy_tree_share_through_later_offers() {
+    let pool = ThreadPoolBuilder::new()
+        .num_threads(4)
+        .spin_before_park(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let strategy = Strategy::Tree(TreeConfig {
+        timespan: TreeTimespan::Fixed(Duration::from_micros(1)),
+        grain: Grain::Fixed(4),
+        ..TreeConfig::default()
+    });
+    let n = 400;
+    let helpers = Mutex::new(HashSet::new());
+    let ran = (0..n).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>();
+    pool.parallel_for_with(&strategy, 0..n, |i| {
+        ran[i].fetch_add(1, Ordering::Relaxed);
+        if i < n / 4 {
+            if let Some(worker) = pool.current_thread_index() {
+                helpers.lock().unwrap().insert(worker);
+            }
+            spin(Duration::from_micros(200), &|| false);
+        }
+    });
+    assert!(ran.iter().all(|count| count.load(Ordering::Relaxed) == 1));
+    let helpers = helpers.into_inner().unwrap();
+    assert!(
+        helpers.len() >= 2,
+        "only {helpers:?} of the 3 idle workers ran part of the caller's slow block"
+    );
+}
+
 /// A two-thread pool whose idle threads spin for 30 s (a parked caller is woken only by the end
 /// of its call), and a tree strategy with a 1 µs timespan and a fixed grain: the set-up of the
 /// tests above that script who runs which iterations.

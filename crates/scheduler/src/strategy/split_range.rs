@@ -157,6 +157,48 @@ mod tests {
         assert_eq!(last.len(), 0);
     }
 
+    /// Many thieves on one rest (a pool of more than two threads whose idle threads all joined
+    /// one owner), started together and yielding after every chunk: with more threads than cores
+    /// they are preempted mid-update, and every iteration is still handed out exactly once.
+    #[test]
+    fn many_thieves_and_the_owner_on_one_rest_hand_out_every_iteration_once() {
+        use std::sync::Barrier;
+        use std::sync::atomic::AtomicU8;
+        const THIEVES: usize = 7;
+        let len = 20_000;
+        for round in 0..4 {
+            let range = SplitRange::new(0..len).unwrap();
+            let seen: Vec<AtomicU8> = (0..len).map(|_| AtomicU8::new(0)).collect();
+            let start = Barrier::new(THIEVES + 1);
+            let run = |taken: Range<usize>| {
+                assert!(!taken.is_empty());
+                taken.for_each(|i| {
+                    seen[i].fetch_add(1, Ordering::Relaxed);
+                });
+                // Lets the other threads in between, so all of them take part on 2 cores.
+                std::thread::yield_now();
+            };
+            std::thread::scope(|scope| {
+                for _ in 0..THIEVES {
+                    scope.spawn(|| {
+                        start.wait();
+                        while let Some(chunk) = range.take_top(2 * (THIEVES + 1), round) {
+                            run(chunk);
+                        }
+                    });
+                }
+                start.wait();
+                while let Some(claimed) = range.claim(1 + round) {
+                    run(claimed);
+                }
+            });
+            assert!(
+                seen.iter().all(|n| n.load(Ordering::Relaxed) == 1),
+                "round {round}"
+            );
+        }
+    }
+
     #[test]
     fn a_range_longer_than_u32_max_is_refused() {
         assert!(SplitRange::new(0..u32::MAX as usize).is_some());
@@ -198,6 +240,40 @@ mod loom_tests {
                 });
             }
             thief.join().unwrap();
+            assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+        });
+    }
+
+    /// More than two threads (P > 2): two thieves, joined through two offers of the same rest,
+    /// take chunks from the top of the same word while the owner claims from the bottom; every
+    /// iteration of 0..3 is still run exactly once. Interleavings with more than three
+    /// preemptions are not explored (with three threads the full model takes minutes).
+    #[test]
+    fn loom_two_thieves_and_the_owner_hand_out_every_iteration_once() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
+            let range = Arc::new(SplitRange::new(0..3).unwrap());
+            let counts: Arc<Vec<AtomicUsize>> =
+                Arc::new((0..3).map(|_| AtomicUsize::new(0)).collect());
+            let thieves: Vec<_> = (0..2)
+                .map(|_| {
+                    let (range, counts) = (range.clone(), counts.clone());
+                    loom::thread::spawn(move || {
+                        if let Some(stolen) = range.take_top(4, 1) {
+                            stolen.for_each(|i| {
+                                counts[i].fetch_add(1, Ordering::Relaxed);
+                            });
+                        }
+                    })
+                })
+                .collect();
+            while let Some(claimed) = range.claim(1) {
+                claimed.for_each(|i| {
+                    counts[i].fetch_add(1, Ordering::Relaxed);
+                });
+            }
+            thieves.into_iter().for_each(|thief| thief.join().unwrap());
             assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1));
         });
     }
