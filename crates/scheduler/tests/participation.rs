@@ -421,7 +421,7 @@ fn tree_offers_one_balancing_piece_at_a_time_when_nothing_is_stolen() {
 /// (a long spin window): a parked caller is woken only by the end of its call.
 #[test]
 fn tree_offers_the_last_iterations_to_a_thread_out_of_work() {
-    let (pool, strategy) = spinning_pair_with_tree_grain(32);
+    let (pool, strategy) = spinning_pool_with_tree_grain(2, 32);
     let n = 100;
     let worker_started = AtomicBool::new(false);
     let caller_helped = AtomicBool::new(false);
@@ -462,7 +462,7 @@ fn tree_offers_the_last_iterations_to_a_thread_out_of_work() {
 /// (the rule before) ran that piece from its low end in growing timespan batches: upwards.
 #[test]
 fn a_tree_thief_takes_chunks_downwards_from_the_top_of_the_owners_rest() {
-    let (pool, strategy) = spinning_pair_with_tree_grain(8);
+    let (pool, strategy) = spinning_pool_with_tree_grain(2, 8);
     let n = 200;
     let worker_started = AtomicBool::new(false);
     let caller_took = AtomicBool::new(false);
@@ -525,16 +525,7 @@ fn a_tree_thief_takes_chunks_downwards_from_the_top_of_the_owners_rest() {
 /// means the later offers are missing.
 #[test]
 fn more_idle_threads_join_one_heavy_tree_share_through_later_offers() {
-    let pool = ThreadPoolBuilder::new()
-        .num_threads(4)
-        .spin_before_park(Duration::from_secs(30))
-        .build()
-        .unwrap();
-    let strategy = Strategy::Tree(TreeConfig {
-        timespan: TreeTimespan::Fixed(Duration::from_micros(1)),
-        grain: Grain::Fixed(4),
-        ..TreeConfig::default()
-    });
+    let (pool, strategy) = spinning_pool_with_tree_grain(4, 4);
     let n = 400;
     let helpers = Mutex::new(HashSet::new());
     let ran = (0..n).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>();
@@ -555,12 +546,15 @@ fn more_idle_threads_join_one_heavy_tree_share_through_later_offers() {
     );
 }
 
-/// A two-thread pool whose idle threads spin for 30 s (a parked caller is woken only by the end
-/// of its call), and a tree strategy with a 1 µs timespan and a fixed grain: the set-up of the
-/// tests above that script who runs which iterations.
-fn spinning_pair_with_tree_grain(grain: usize) -> (parbench_scheduler::ThreadPool, Strategy) {
+/// A pool of `threads` threads whose idle threads spin for 30 s (a parked caller is woken only by
+/// the end of its call), and a tree strategy with a 1 µs timespan and a fixed grain: the set-up of
+/// the tests above that script who runs which iterations.
+fn spinning_pool_with_tree_grain(
+    threads: usize,
+    grain: usize,
+) -> (parbench_scheduler::ThreadPool, Strategy) {
     let pool = ThreadPoolBuilder::new()
-        .num_threads(2)
+        .num_threads(threads)
         .spin_before_park(Duration::from_secs(30))
         .build()
         .unwrap();
