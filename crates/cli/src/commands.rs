@@ -17,7 +17,7 @@ use parbench_kernels::{
 };
 
 use crate::args::FigureFormat;
-use crate::args::{Command, PinArg, PlotArgs, SweepArgs, SweepRoundArgs};
+use crate::args::{Command, PinArg, PlotArgs, SweepArgs, SweepRoundArgs, ThreadCounts};
 use crate::error::CliError;
 use crate::export::ExportFormat;
 use crate::plot::{render_png, render_svg};
@@ -108,7 +108,7 @@ pub fn plan_from_args(args: &SweepArgs) -> Result<SweepPlan, CliError> {
     dedup_in_order(&mut schedulers, |a, b| a == b);
     let threads = match &args.threads {
         Some(counts) => counts.0.clone(),
-        None => (1..=available_cores()).collect(),
+        None => ThreadCounts::up_to_available_cores().0,
     };
     let pairs = args
         .params
@@ -153,10 +153,6 @@ fn dedup_in_order<T>(items: &mut Vec<T>, same: impl Fn(&T, &T) -> bool) {
             index += 1;
         }
     }
-}
-
-fn available_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// Where results go besides stdout.

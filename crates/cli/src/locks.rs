@@ -48,7 +48,8 @@ pub const TIMING_NOTE: &str = "note: emulated timings (qemu) mean nothing; ARM n
 /// ```
 #[derive(Debug, Args)]
 pub struct LocksArgs {
-    /// Thread counts, e.g. `1,2,4` or `1-4` [default: 1 to the available cores].
+    /// Thread counts, e.g. `1,2,4` or `1-4` [default: 1, 2, 4, … below the available cores, then
+    /// the available cores].
     #[arg(long, value_name = "LIST", value_parser = parse_thread_counts)]
     pub threads: Option<ThreadCounts>,
     /// Acquisitions per thread in one run (the threads share `threads × N`).
@@ -216,7 +217,7 @@ pub fn run(args: &LocksArgs) -> Result<(), CliError> {
     eprintln!("{TIMING_NOTE}");
     let threads = match &args.threads {
         Some(counts) => counts.0.clone(),
-        None => (1..=std::thread::available_parallelism().map_or(1, usize::from)).collect(),
+        None => ThreadCounts::up_to_available_cores().0,
     };
     let locks = LockUnderTest::all(&backends);
     let critical_section = Duration::from_nanos(args.critical_section);
