@@ -20,11 +20,12 @@
 //! it, while the owner goes on from the near end. On a balanced load this costs about as little as static scheduling; on an
 //! unbalanced one the balancing tasks are stolen. Because everything runs as tasks on one pool,
 //! calls compose: a loop inside a loop body runs on the same threads. Such
-//! a *nested* call, and an outermost call of at most a few iterations per thread, skips the tree:
-//! its threads claim iterations from a shared cursor in index order, and a thread joins it by
-//! stealing a *claim offer*, made lazily — P − 1 at the start, then one only when the running
-//! thread's deque is empty ([`NestedCalls`], [`TreeConfig::small_per_thread`],
-//! `strategy/lazy.rs`). A pool of one thread runs every call inline.
+//! a *nested* call, and an outermost call of at most a few iterations per thread, skips the tree
+//! and makes a stealable task only when the running thread's deque is empty: a nested call by lazy
+//! binary splitting (the upper half of what is left becomes the task), a small outermost one by
+//! claims in index order from a shared cursor, which a thread joins by stealing a *claim offer*
+//! ([`NestedCalls`], [`TreeConfig::small_per_thread`], `strategy/lazy.rs`). A pool of one thread
+//! runs every call inline.
 //!
 //! The baselines a scheduler study compares against are strategies of the same pool:
 //! [`Strategy::Static`], [`Strategy::Dynamic`], [`Strategy::Guided`] (OpenMP-like) and

@@ -13,10 +13,10 @@
 //! [`WINDOW_CALLS`] samples, if [`MEDIAN_FACTOR`] times their median is below the timespan, the
 //! timespan becomes that (at least the floor): it only ever goes down, to where the calls show
 //! it can. Once at the floor, or once the timespan is set by hand, the pool stops watching, and
-//! its calls pay one relaxed load for this. Only calls the tree distributes measure: calls run by
-//! lazy claims (nested ones, and outermost ones of at most `small_per_thread` iterations per
-//! thread — the task kernels' calls) have no share start to record, and there the timespan only
-//! bounds how far claims grow.
+//! its calls pay one relaxed load for this. Only calls the tree distributes measure: nested calls
+//! and outermost ones of at most `small_per_thread` iterations per thread (the task kernels'
+//! calls), run lazily, have no share start to record, and there the timespan only bounds how far
+//! index-order claims grow.
 //!
 //! Why the median: the slowest starts of a window are mostly calls that woke a parked worker.
 //! On the 2-vCPU VM, slot 1's start in back-to-back two-thread calls had a median of 1.1–1.2 µs

@@ -248,10 +248,11 @@ fn queued(pool: &parbench_scheduler::ThreadPool) -> (usize, usize) {
     )
 }
 
-/// A nested call under the default tree makes P − 1 claim offers and then offers lazily: while
-/// the caller's deque holds a task no further task is made, and the unused offer stays there
-/// until the call ends. The halving ablation takes its upper half back after the lower half; the
-/// eager ablation makes one task per piece of `⌈n / (4·P)⌉`.
+/// A nested call under the default tree halves lazily: its upper half 32..64 is the one task it
+/// makes while the caller's deque holds it, and the caller takes it back after the lower half.
+/// The index-order ablation makes P − 1 claim offers and then offers lazily: while the caller's
+/// deque holds a task no further task is made, and the unused offer stays there until the call
+/// ends. The eager ablation makes one task per piece of `⌈n / (4·P)⌉`.
 #[test]
 fn nested_calls_split_lazily_under_the_default_tree() {
     use parbench_scheduler::{NestedCalls, TreeConfig};
@@ -275,33 +276,31 @@ fn nested_calls_split_lazily_under_the_default_tree() {
         );
         at.into_inner().unwrap()
     };
-    // The join's second closure is one task; the call adds one claim offer, popped back (unused)
-    // only when the call waits for its end (no further offer: the deque still held the join's).
+    assert_eq!(TreeConfig::default().nested, NestedCalls::LazyHalves);
+    // Halving: the join's second closure and the upper half 32..64, taken back after the lower
+    // half.
+    let halves = vec![(0, 2), (31, 2), (40, 1)];
+    assert_eq!(seen(NestedCalls::LazyHalves), halves);
+    assert_eq!(seen(TreeConfig::default().nested), halves);
+    // Index order: the call adds one claim offer, popped back (unused) only when the call waits
+    // for its end (no further offer: the deque still held the join's).
     assert_eq!(seen(NestedCalls::Lazy), vec![(0, 2), (31, 2), (40, 2)]);
-    // Halving: the upper half 32..64, taken back after the lower half.
-    assert_eq!(
-        seen(NestedCalls::LazyHalves),
-        vec![(0, 2), (31, 2), (40, 1)]
-    );
     // Halving down to 64 / 8 = 8 iterations: 32..64, 16..32, 8..16 queued at iteration 0.
     assert_eq!(seen(NestedCalls::Split)[0], (0, 4));
 }
 
-/// A thread joining a lazy call claims the next iterations in index order: while the caller runs
-/// iteration 0 (which waits until another iteration has started), the first iteration run by any
-/// other thread is 1. Under the halving ablation it is the upper half's first, ⌈8 / 2⌉ = 4.
-#[test]
-fn a_thread_joining_a_lazy_call_takes_the_next_iteration_in_index_order() {
-    use parbench_scheduler::{NestedCalls, TreeConfig};
+/// The first iteration run by a thread other than the caller, while the caller runs iteration 0
+/// of an 8-iteration call on 2 threads (iteration 0 waits until another iteration has started);
+/// `nested`: the call is made from inside the pool (a `join` closure).
+fn first_joined(nested_setting: parbench_scheduler::NestedCalls, nested: bool) -> Option<usize> {
     let pool = pool(2);
-    let first_joined = |nested: NestedCalls| {
-        let strategy = Strategy::Tree(TreeConfig {
-            nested,
-            ..TreeConfig::default()
-        });
-        let started = AtomicUsize::new(0);
-        let first = Mutex::new(None);
-        // 8 iterations on 2 threads: an outermost call under the small-call rule.
+    let strategy = Strategy::Tree(TreeConfig {
+        nested: nested_setting,
+        ..TreeConfig::default()
+    });
+    let started = AtomicUsize::new(0);
+    let first = Mutex::new(None);
+    let call = || {
         pool.parallel_for_with(&strategy, 0..8, |i| {
             if i == 0 {
                 rendezvous(&started, 1, "another iteration started");
@@ -310,17 +309,48 @@ fn a_thread_joining_a_lazy_call_takes_the_next_iteration_in_index_order() {
                 started.fetch_add(1, Ordering::AcqRel);
             }
         });
-        first.into_inner().unwrap()
     };
-    assert_eq!(first_joined(NestedCalls::Lazy), Some(1));
-    assert_eq!(first_joined(NestedCalls::LazyHalves), Some(4));
+    if nested {
+        pool.join(call, || ());
+    } else {
+        call();
+    }
+    first.into_inner().unwrap()
 }
 
-/// Claims of a lazy call grow while they run shorter than the pool's timespan and stay at one
-/// iteration when each is longer: a nested call of 256 iterations on 2 threads, every worker held
-/// busy so the caller claims alone.
+/// An outermost call under the small-call rule (8 iterations on 2 threads) runs by claims in
+/// index order whatever `nested` says: a thread joining it claims the next iteration, 1.
+#[test]
+fn a_thread_joining_a_small_outermost_call_takes_the_next_iteration_in_index_order() {
+    use parbench_scheduler::NestedCalls;
+    for setting in [
+        NestedCalls::Lazy,
+        NestedCalls::LazyHalves,
+        NestedCalls::Split,
+        NestedCalls::Tree,
+    ] {
+        assert_eq!(first_joined(setting, false), Some(1), "{setting:?}");
+    }
+}
+
+/// A thread joining a nested call: under the default (halves) it takes the upper half, whose
+/// first iteration is ⌈8 / 2⌉ = 4; under the index-order ablation it claims the next one, 1.
+#[test]
+fn a_thread_joining_a_nested_call_takes_the_upper_half_by_default() {
+    use parbench_scheduler::NestedCalls;
+    assert_eq!(first_joined(NestedCalls::LazyHalves, true), Some(4));
+    assert_eq!(first_joined(NestedCalls::Lazy, true), Some(1));
+}
+
+/// Index-order claims grow while they run shorter than the pool's timespan and stay at one
+/// iteration when each is longer: a nested call of 256 iterations on 2 threads under
+/// `NestedCalls::Lazy`, every worker held busy so the caller claims alone.
 #[test]
 fn lazy_claims_grow_for_short_iterations_and_stay_single_for_long_ones() {
+    let lazy = Strategy::Tree(TreeConfig {
+        nested: parbench_scheduler::NestedCalls::Lazy,
+        ..TreeConfig::default()
+    });
     let claims_with = |timespan: Duration, spin: Duration| {
         let pool = ThreadPoolBuilder::new()
             .num_threads(2)
@@ -331,7 +361,7 @@ fn lazy_claims_grow_for_short_iterations_and_stay_single_for_long_ones() {
         let sizes = Mutex::new(Vec::new());
         pool.join(
             || {
-                pool.parallel_for_chunks(0..256, |chunk| {
+                pool.parallel_for_chunks_with(&lazy, 0..256, |chunk| {
                     let start = std::time::Instant::now();
                     while start.elapsed() < spin {
                         std::hint::spin_loop();

@@ -1,38 +1,51 @@
-//! Lazy splitting: how the tree strategy runs calls nested inside the pool by default.
+//! Lazy splitting: how the tree strategy runs calls nested inside the pool, and small outermost
+//! calls.
 //!
 //! Inside the pool the other threads are busy with enclosing calls, so a nested call should make
-//! a stealable task only when an idle thread could use one, and an idle thread should find the
-//! work a sequential run would do next. [`NestedCalls::Lazy`](crate::NestedCalls) does both:
+//! a stealable task only when an idle thread could use one. Two rules do that; they differ in
+//! what the idle thread gets.
 //!
-//! * **Claims in index order.** The call's iterations are claimed from its shared cursor (the one
-//!   `Dynamic` uses), from the low end, by every thread that takes part. A claim starts at one
-//!   iteration and doubles, up to `⌈n / (4·P)⌉`, while claims run shorter than the pool's
-//!   timespan; a longer claim halves the next one. Long iterations (a task kernel's subtrees) are
-//!   thus claimed one at a time, in order, and short ones in a few dozen claims per call. The
-//!   cursor has a cache line of its own (`LoopCall::cursor`): sharing one with the call's other
-//!   fields cost `floorplan` ≈ 6 % under tree.
-//! * **Lazy offers.** A thread may join the call only through a *claim offer*: a stealable task on
-//!   the deque of a thread working in the call, which runs the same claiming loop. P − 1 offers are
-//!   made at the start, so P iterations can always run at once (a rendezvous of P iterations
-//!   finishes, as under every other strategy); after that a thread makes a new offer before a
-//!   claim only when its own deque is empty — nothing there for a thief, or a thief took it — and
-//!   two iterations or more are left. On a busy pool a nested call thus makes P − 1 tasks (the
-//!   creator takes its unused offer back when its claims are done; see [`run`]) plus one per claim made while
-//!   its deque was empty; an idle thread steals the oldest offer on a victim's deque, which
-//!   belongs to the outermost call with work left, and claims that call's next iteration.
+//! * **Halves** ([`NestedCalls::LazyHalves`](crate::NestedCalls), the default for nested calls;
+//!   [`run_halves`]). The range is first halved into P pieces, the upper ones stealable; each
+//!   piece runs from its low end in batches that double from one iteration up to `⌈n / (4·P)⌉`,
+//!   and before each batch, if its thread's deque is empty, the upper half of what is left
+//!   becomes a stealable task. A thief thus takes a part of the call for itself, and the two
+//!   threads work apart until one of them runs dry.
+//! * **Claims in index order** ([`NestedCalls::Lazy`](crate::NestedCalls); [`run`]). The call's
+//!   iterations are claimed from its shared cursor (the one `Dynamic` uses), from the low end, by
+//!   every thread that takes part. A claim starts at one iteration and doubles, up to
+//!   `⌈n / (4·P)⌉`, while claims run shorter than the pool's timespan; a longer claim halves the
+//!   next one. The cursor has a cache line of its own (`LoopCall::cursor`): sharing one with the
+//!   call's other fields cost `floorplan` ≈ 6 % under tree. A thread may join the call only
+//!   through a *claim offer*: a stealable task on the deque of a thread working in the call,
+//!   which runs the same claiming loop. P − 1 offers are made at the start, so P iterations can
+//!   always run at once (a rendezvous of P iterations finishes, as under every other strategy);
+//!   after that a thread makes a new offer before a claim only when its own deque is empty —
+//!   nothing there for a thief, or a thief took it — and two iterations or more are left. On a
+//!   busy pool a nested call thus makes P − 1 tasks (the creator takes its unused offer back when
+//!   its claims are done; see [`run`]) plus one per claim made while its deque was empty; an idle
+//!   thread steals the oldest offer on a victim's deque, which belongs to the outermost call with
+//!   work left, and claims that call's next iteration.
 //!
-//! Why index order: in a branch and bound (`qap`) the work a search does can depend on how early
-//! good bounds are found (`floorplan`'s default input barely does: 51 175 nodes sequentially and
-//! under tree, dynamic, guided, simple and rayon); a sequential run visits subtrees in index
-//! order, and a parallel run that keeps close to that order prunes as much. Handing a thief the upper half of
-//! what is left ([`NestedCalls::LazyHalves`](crate::NestedCalls), the previous rule, kept as an
-//! ablation) sends it to the subtrees a sequential run would visit last, with the bound of the
-//! start: on `qap` (n = 10, 2 threads, lower-bound evaluations counted in a probe build) that
-//! searched ≈ 4 000 nodes against ≈ 3 750 in index order and ≈ 3 830 under `Dynamic`
-//! (sequential: 4 376).
+//! An outermost call with at most `small_per_thread` iterations per thread (see
+//! [`TreeConfig`](crate::TreeConfig)) always runs by claims in index order. In a branch and bound
+//! (`qap`) the work a search does depends on how early good bounds are found; a sequential run
+//! visits subtrees in index order, and a parallel run that keeps close to that order prunes as
+//! much. Sending a thief to the upper half of the outermost call sends it to the subtrees a
+//! sequential run would visit last, with the bound of the start: on `qap` (n = 10, 2 threads,
+//! lower-bound evaluations counted in a probe build) halves everywhere searched ≈ 4 000 nodes
+//! against ≈ 3 750 in index order and ≈ 3 830 under `Dynamic` (sequential: 4 376).
 //!
-//! The tree strategy also runs an outermost call this way when it has at most
-//! `small_per_thread` iterations per thread (see [`TreeConfig`](crate::TreeConfig)).
+//! In *nested* calls index order costs more than it saves: when both threads are in one call,
+//! they claim from the same cursor one iteration at a time, and each claim is preceded by an
+//! offer (the thread's previous one was taken). On a 2-vCPU AMD EPYC VM (27 Nov 2026, 20
+//! alternating processes per rule, `--kernels floorplan,nqueens,qap --threads 2 --rounds 6`),
+//! tree / fastest other was 1.075, 1.001 and 0.978 on floorplan, nqueens and qap with index
+//! order in every call (the default until then), 0.961, 1.002 and 1.043 with halves in every
+//! call, and 0.954, 0.995 and 0.951 with halves in nested calls and index order in the outermost
+//! one — the rule kept. (On another AMD EPYC VM on 26 Nov, with the scheduler of fbbf60f, the
+//! kept rule and index order were level: against the fastest of static, dynamic, guided and
+//! simple, 0.994, 0.966 and 0.963 against 0.993, 0.988 and 0.968, 40 processes.)
 
 use std::cell::Cell;
 use std::ops::Range;
@@ -202,7 +215,7 @@ fn claim_in_order<'a>(
     });
 }
 
-/// The [`NestedCalls::LazyHalves`](crate::NestedCalls) ablation: runs `range` — first split into
+/// [`NestedCalls::LazyHalves`](crate::NestedCalls), the default for nested calls: runs `range` — first split into
 /// `threads` stealable pieces, each of which then runs with lazy binary splitting (the upper half
 /// of what is left becomes a stealable task when the deque is empty) — and releases the caller's
 /// count of `root`.

@@ -129,11 +129,12 @@ pub struct TreeConfig {
     /// The step in which a thread runs its share after the timespan, which decides when it offers
     /// work and how small a thief's chunks may get.
     pub grain: Grain,
-    /// How a call made from inside the pool (a loop body, a task) is run.
+    /// How a call made from inside the pool (a loop body, a task) is run (default
+    /// [`NestedCalls::LazyHalves`]).
     pub nested: NestedCalls,
     /// An outermost call of at most this many iterations per thread (`n ≤ small_per_thread · P`)
-    /// is run like a nested one, by [`NestedCalls::Lazy`] (by [`NestedCalls::LazyHalves`] when
-    /// `nested` is that ablation; default 8; 0 turns the rule off).
+    /// is run by lazy claims in index order, as [`NestedCalls::Lazy`] runs a nested call, whatever
+    /// `nested` says (default 8; 0 turns the rule off).
     ///
     /// Its blocks would hold only a few iterations each, typically long ones (tasks): the
     /// adaptive grain could not be smaller than one iteration anyway, and the caller would wait
@@ -148,7 +149,7 @@ impl Default for TreeConfig {
             arity: 2,
             timespan: TreeTimespan::Pool,
             grain: Grain::Adaptive,
-            nested: NestedCalls::Lazy,
+            nested: NestedCalls::LazyHalves,
             small_per_thread: 8,
         }
     }
@@ -166,10 +167,21 @@ impl Default for TreeConfig {
 /// waits but made a task per piece: nqueens' default search makes 447 calls of about four
 /// iterations each, ≈ 1 400 tasks under `Split` against 447 under static (one block handed to
 /// the other thread per call), and that overhead left tree behind static. Lazy splitting makes a
-/// task only when this thread's deque offers a thief nothing. What a thief gets matters too: in
-/// a branch and bound the work depends on the order in which subtrees are searched, and handing
-/// it the upper half of a call ([`NestedCalls::LazyHalves`]) made qap search 6–7 % more nodes than
-/// claiming iterations in index order ([`NestedCalls::Lazy`]).
+/// task only when this thread's deque offers a thief nothing.
+///
+/// What a thief gets is the choice between the two lazy rules. Handing it the upper half of what
+/// is left ([`NestedCalls::LazyHalves`], the default) keeps the threads apart: each then works on
+/// its own part of the call and takes a new task only when its deque is empty again. Letting it
+/// claim the next iterations in index order ([`NestedCalls::Lazy`]) keeps a branch and bound close
+/// to the sequential search order, but two threads in one call then claim from the same cursor
+/// one iteration at a time, each claim preceded by an offer. On a 2-vCPU AMD EPYC VM that cost
+/// `floorplan` ≈ 7–10 %, and where the order matters — qap, a search whose work depends on how
+/// early good bounds are found — it matters in the *outermost* call, which keeps index-order claims
+/// under the small-call rule ([`TreeConfig::small_per_thread`]). Tree / fastest other over 20
+/// alternating processes per rule there: index order everywhere (the default until 27 Nov 2026)
+/// 1.075, 1.001 and 0.978 on floorplan, nqueens and qap; halves everywhere 0.961, 1.002 and
+/// 1.043; halves in nested calls with index order in the outermost one 0.954, 0.995 and 0.951
+/// (the measurements are in the repository's docs/tree-measurements.md).
 ///
 /// ```
 /// use parbench_scheduler::{NestedCalls, Strategy, TreeConfig};
@@ -182,22 +194,22 @@ impl Default for TreeConfig {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum NestedCalls {
-    /// Lazy claims in index order (the default): the call's iterations are claimed from a shared
-    /// cursor, from the low end, by the threads taking part; a claim starts at one iteration and
-    /// doubles (up to `⌈n / (4·P)⌉`, n iterations, P threads) while claims run shorter than the
-    /// pool's timespan, and halves after a longer one. A thread joins the call by stealing a
-    /// *claim offer*: P − 1 are made at the start (so P iterations can always run at the same
-    /// time), further ones only when the offering thread's deque is empty. On a busy pool that is
-    /// about one task per call; an idle thread joins within one claim and takes the next
-    /// iterations in index order — the subtrees a sequential search would visit next.
-    #[default]
+    /// Lazy claims in index order (an ablation for nested calls; how an outermost call runs under
+    /// the small-call rule): the call's iterations are claimed from a shared cursor, from the low
+    /// end, by the threads taking part; a claim starts at one iteration and doubles (up to
+    /// `⌈n / (4·P)⌉`, n iterations, P threads) while claims run shorter than the pool's timespan,
+    /// and halves after a longer one. A thread joins the call by stealing a *claim offer*: P − 1
+    /// are made at the start (so P iterations can always run at the same time), further ones only
+    /// when the offering thread's deque is empty. On a busy pool that is about one task per call;
+    /// an idle thread joins within one claim and takes the next iterations in index order — the
+    /// subtrees a sequential search would visit next.
     Lazy,
-    /// Lazy binary splitting (an ablation, the default before index-order claims): the range is
-    /// first halved into P stealable pieces, then each piece runs from its low end and hands out
-    /// the upper half of what is left as a stealable task only when its thread's deque is empty,
-    /// checked before each batch of iterations (batches double from one iteration up to
-    /// `⌈n / (4·P)⌉`). A thief takes the largest unstarted piece — the upper end of a call.
-    /// Outermost calls under the small-call rule run this way too with this setting.
+    /// Lazy binary splitting (the default for nested calls): the range is first halved into P
+    /// stealable pieces, then each piece runs from its low end and hands out the upper half of
+    /// what is left as a stealable task only when its thread's deque is empty, checked before each
+    /// batch of iterations (batches double from one iteration up to `⌈n / (4·P)⌉`). A thief takes
+    /// the largest unstarted piece — the upper end of a call.
+    #[default]
     LazyHalves,
     /// Eager splitting (an ablation): recursive halving into stealable tasks down to
     /// `⌈n / (4·P)⌉` iterations (n iterations, P threads); no hand-off, no timespan.
@@ -599,18 +611,16 @@ fn run_loop_entered(registry: &Registry, strategy: &Strategy, range: Range<usize
                 simple::run(ctx, &call, root_ref, range, grain);
                 false
             }
+            Strategy::Tree(config) if nested && config.nested == NestedCalls::LazyHalves => {
+                lazy::run_halves(ctx, &call, root_ref, range, call.slots);
+                false
+            }
             Strategy::Tree(config)
-                if (nested
-                    && matches!(config.nested, NestedCalls::Lazy | NestedCalls::LazyHalves))
+                if (nested && config.nested == NestedCalls::Lazy)
                     || (!nested && range.len() <= config.small_per_thread * call.slots) =>
             {
-                if config.nested == NestedCalls::LazyHalves {
-                    lazy::run_halves(ctx, &call, root_ref, range, call.slots);
-                    false
-                } else {
-                    lazy::run(ctx, &call, root_ref, range, call.slots, &latch);
-                    true
-                }
+                lazy::run(ctx, &call, root_ref, range, call.slots, &latch);
+                true
             }
             Strategy::Tree(config) => {
                 tree::run(ctx, &call, root_ref, range, config, !nested);

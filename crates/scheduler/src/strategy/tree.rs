@@ -42,9 +42,10 @@
 //!    sets of 16 and 12 processes).
 //!
 //! This is how an *outermost* call of more than `small_per_thread · P` iterations runs. A call
-//! made from inside the pool (a loop body, a task), and a smaller outermost one, runs by lazy
-//! claims in index order instead (`lazy.rs`; [`NestedCalls`](crate::NestedCalls)), unless the config
-//! asks for the tree there too. A pool of one thread runs every call inline.
+//! made from inside the pool (a loop body, a task) runs by lazy binary splitting instead, and a
+//! smaller outermost one by lazy claims in index order (`lazy.rs`;
+//! [`NestedCalls`](crate::NestedCalls)), unless the config asks for the tree there too. A pool of
+//! one thread runs every call inline.
 //!
 //! Completion is tracked by the completion tree of `latch.rs`: a thread that hands out work owns a
 //! node counting its own share, its children's shares and its balancing tasks, so no counter is
