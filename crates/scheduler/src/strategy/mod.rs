@@ -175,7 +175,7 @@ impl Default for TreeConfig {
 /// claim the next iterations in index order ([`NestedCalls::Lazy`]) keeps a branch and bound close
 /// to the sequential search order, but two threads in one call then claim from the same cursor
 /// one iteration at a time, each claim preceded by an offer. On a 2-vCPU AMD EPYC VM that cost
-/// `floorplan` ≈ 7–10 %, and where the order matters — qap, a search whose work depends on how
+/// `floorplan` 7–11 %, and where the order matters — qap, a search whose work depends on how
 /// early good bounds are found — it matters in the *outermost* call, which keeps index-order claims
 /// under the small-call rule ([`TreeConfig::small_per_thread`]). Tree / fastest other over 20
 /// alternating processes per rule there: index order everywhere (the default until 27 Nov 2026)
