@@ -271,7 +271,8 @@ impl FigureFormat {
 pub enum PinArg {
     /// Let the OS place the workers.
     None,
-    /// Worker i on the i-th available CPU.
+    /// Worker i on the i-th available CPU, and the measuring thread (which runs slot 0 of the
+    /// parbench-scheduler pools' calls) on the first while it runs a cell.
     Compact,
 }
 

@@ -42,6 +42,12 @@ pub struct Environment {
     pub virtualization: Option<String>,
     /// Transparent huge pages mode (the selected value of `enabled`).
     pub transparent_hugepages: Option<String>,
+    /// Kernel command-line options that change where the OS puts threads: `isolcpus`,
+    /// `nohz_full`, `irqaffinity` and any `sched_*` option, such as the `sched_vcpu_pack=15` of a
+    /// VM whose kernel packs threads onto few vCPUs — there two unpinned threads of one cell can
+    /// share a CPU and run one after the other (`sweep --pin compact` avoids it).
+    #[serde(default)]
+    pub placement_options: Vec<String>,
     /// parbench-cli version.
     pub parbench_version: String,
     /// Git commit the binary was built from.
@@ -72,6 +78,9 @@ impl Environment {
             virtualization: virtualization(&cpuinfo),
             transparent_hugepages: read_trimmed("/sys/kernel/mm/transparent_hugepage/enabled")
                 .and_then(|modes| selected_mode(&modes)),
+            placement_options: read_trimmed("/proc/cmdline")
+                .map(|cmdline| placement_options(&cmdline))
+                .unwrap_or_default(),
             parbench_version: env!("CARGO_PKG_VERSION").to_owned(),
             git_commit: option_env!("PARBENCH_GIT_COMMIT").map(str::to_owned),
             rustc: option_env!("PARBENCH_RUSTC_VERSION").map(str::to_owned),
@@ -99,6 +108,14 @@ impl Environment {
             Some(false) => "SMT off".to_owned(),
             None => "SMT unavailable here".to_owned(),
         };
+        let placement = if self.placement_options.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", thread placement options {}",
+                self.placement_options.join(" ")
+            )
+        };
         let frequency = self
             .frequency_mhz
             .map_or_else(unknown, |(low, high)| format!("{low:.0}–{high:.0} MHz"));
@@ -116,7 +133,7 @@ impl Environment {
                     .map_or_else(unknown, |cores| cores.to_string()),
             ),
             format!(
-                "system: Linux {}, governor {}, frequency {frequency}, THP {}",
+                "system: Linux {}, governor {}, frequency {frequency}, THP {}{placement}",
                 self.kernel.clone().unwrap_or_else(unknown),
                 self.governor.clone().unwrap_or_else(unknown),
                 self.transparent_hugepages.clone().unwrap_or_else(unknown),
@@ -229,6 +246,20 @@ fn virtualization(cpuinfo: &str) -> Option<String> {
     })
 }
 
+/// The options of a kernel command line that change where threads run (see
+/// [`Environment::placement_options`]); what follows `--` is for init, not the kernel.
+fn placement_options(cmdline: &str) -> Vec<String> {
+    cmdline
+        .split_whitespace()
+        .take_while(|&word| word != "--")
+        .filter(|word| {
+            let name = word.split('=').next().unwrap_or_default();
+            matches!(name, "isolcpus" | "nohz_full" | "irqaffinity") || name.starts_with("sched_")
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The bracketed choice of a sysfs mode list: `always [madvise] never` → `madvise`.
 fn selected_mode(modes: &str) -> Option<String> {
     let start = modes.find('[')?;
@@ -293,6 +324,28 @@ mod tests {
             Some("AMD EPYC 7B13")
         );
         assert_eq!(cpuinfo_value(cpuinfo, "missing"), None);
+    }
+
+    #[test]
+    fn placement_options_are_picked_from_the_kernel_command_line() {
+        let cmdline = "console=ttyS0 quiet isolcpus=2-3 sched_vcpu_pack=15 nohz_full=2 \
+                       rdinit=/init -- --sched_fake=1";
+        assert_eq!(
+            placement_options(cmdline),
+            ["isolcpus=2-3", "sched_vcpu_pack=15", "nohz_full=2"]
+        );
+        assert!(placement_options("ro quiet").is_empty());
+        let env = Environment {
+            placement_options: vec!["sched_vcpu_pack=15".into()],
+            ..Environment::default()
+        };
+        assert!(env.lines()[1].ends_with(", thread placement options sched_vcpu_pack=15"));
+        assert!(!Environment::default().lines()[1].contains("placement"));
+        // Reports written before the field existed still load.
+        let mut json = serde_json::to_value(&env).unwrap();
+        json.as_object_mut().unwrap().remove("placement_options");
+        let older: Environment = serde_json::from_value(json).unwrap();
+        assert!(older.placement_options.is_empty());
     }
 
     #[test]

@@ -439,6 +439,11 @@ impl CellRun {
                 }
             }
         }
+        // Under `--pin compact` the measuring thread — slot 0 of a parbench-scheduler call,
+        // standing in for worker 0 — runs the block pinned where worker 0 is, and is unpinned
+        // after it: pools are built before, so they see every CPU. Left to the OS, it shared a
+        // CPU with worker 1 in about a third of the blocks on a VM whose kernel packs threads.
+        let _caller = plan.pin.pin_caller();
         let (untimed, timed) = plan.block_runs(block);
         // Time spent in this block's untimed runs: a later block repeats its one untimed run,
         // beyond the plan's count, until `REWARM` has passed.
@@ -905,6 +910,70 @@ mod tests {
         for cell in &report.cells {
             assert_eq!(cell.samples_s.len(), 5, "every timed run is kept once");
             assert!(cell.summary.is_some() && cell.relative.is_none());
+        }
+    }
+
+    /// Runs that record in [`CALLER_CPUS`] the CPUs the measuring thread may run on; each
+    /// reports 1 ms.
+    struct AffinityRun;
+
+    static CALLER_CPUS: std::sync::Mutex<Vec<Vec<usize>>> = std::sync::Mutex::new(Vec::new());
+
+    fn allowed_cpus() -> Vec<usize> {
+        let ids = core_affinity::get_core_ids().unwrap_or_default();
+        ids.into_iter().map(|core| core.id).collect()
+    }
+
+    impl PreparedKernel for AffinityRun {
+        fn run(&mut self, _: &dyn Executor) -> Result<RunReport, KernelError> {
+            CALLER_CPUS.lock().unwrap().push(allowed_cpus());
+            Ok(RunReport {
+                elapsed: std::time::Duration::from_millis(1),
+                metrics: Vec::new(),
+            })
+        }
+    }
+
+    #[test]
+    fn compact_pinning_runs_the_measuring_thread_where_worker_0_runs() {
+        static AFFINITY: TestKernel = TestKernel::new("affinity", || Box::new(AffinityRun));
+        let before = allowed_cpus();
+        if !cfg!(target_os = "linux") || before.len() < 2 {
+            println!("SKIPPED: needs Linux and 2 CPUs this thread may run on");
+            return;
+        }
+        for pin in [PinPolicy::Compact, PinPolicy::None] {
+            let plan = SweepPlan {
+                kernels: vec![&AFFINITY],
+                schedulers: [ExecutorKind::Tree, ExecutorKind::Rayon, ExecutorKind::Seq]
+                    .map(Into::into)
+                    .to_vec(),
+                threads: vec![2],
+                runs: 4,
+                warmup: 1,
+                pin,
+                params: Params::new(),
+                interleave: 2,
+            };
+            let mut report = Report::new("sweep", &LABELS);
+            let mut recorder = Recorder {
+                runs: 0,
+                finished: 0,
+            };
+            run_sweep(&plan, &mut report, &mut recorder).unwrap();
+            assert!(report.cells.iter().all(|cell| cell.error.is_none()));
+            let seen = std::mem::take(&mut *CALLER_CPUS.lock().unwrap());
+            assert!(seen.len() >= 15, "{seen:?}");
+            let expected = match pin {
+                // The lowest CPU: where `Pinning::Compact` puts worker 0.
+                PinPolicy::Compact => vec![before[0]],
+                PinPolicy::None => before.clone(),
+            };
+            assert!(
+                seen.iter().all(|cpus| *cpus == expected),
+                "{pin:?}: {seen:?}"
+            );
+            assert_eq!(allowed_cpus(), before, "unpinned after the sweep");
         }
     }
 

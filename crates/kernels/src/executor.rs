@@ -28,12 +28,15 @@ mod spec;
 use std::any::Any;
 use std::fmt;
 use std::io;
+use std::marker::PhantomData;
 use std::ops::Range;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use thiserror::Error;
+
+use crate::affinity;
 
 pub use rayon_pool::RayonExecutor;
 pub use scheduler_pool::SchedulerExecutor;
@@ -382,8 +385,72 @@ pub enum PinPolicy {
     /// Let the OS place threads.
     #[default]
     None,
-    /// Thread `i` on core `i` (modulo the number of cores).
+    /// Thread `i` on core `i` (modulo the number of cores). A thread that calls into a
+    /// parbench-scheduler pool from outside runs slot 0 of the call, standing in for worker 0:
+    /// a harness that wants it placed too pins it with [`PinPolicy::pin_caller`].
     Compact,
+}
+
+impl PinPolicy {
+    /// Pins the calling thread where this policy puts thread 0 — the lowest CPU it may run on,
+    /// where a [`PinPolicy::Compact`] pool puts worker 0 — until the returned guard is dropped,
+    /// which restores the affinity the thread had. `None` under [`PinPolicy::None`], or if the OS
+    /// does not support pinning or refuses.
+    ///
+    /// Build executors before pinning: a pool built while its builder is pinned sees only that
+    /// one CPU.
+    ///
+    /// Why a harness wants this: the calling thread runs slot 0 of a parbench-scheduler call
+    /// (and times every executor's runs). Left to the OS while the workers are pinned, it can
+    /// share a CPU with worker 1. On a VM whose kernel packs threads onto few vCPUs, that
+    /// happened in about a third of the blocks of a sweep, and the two threads then ran one
+    /// after the other.
+    ///
+    /// ```
+    /// use parbench_kernels::PinPolicy;
+    ///
+    /// assert!(PinPolicy::None.pin_caller().is_none());
+    /// let pinned = PinPolicy::Compact.pin_caller();
+    /// assert!(pinned.is_some() || !cfg!(target_os = "linux"));
+    /// drop(pinned); // the thread may run where it could before
+    /// ```
+    #[must_use = "the thread is unpinned when the guard is dropped"]
+    pub fn pin_caller(self) -> Option<PinnedCaller> {
+        match self {
+            PinPolicy::None => None,
+            PinPolicy::Compact => {
+                let first = *affinity::allowed_cpus().first()?;
+                affinity::Pinned::to(first).map(|pinned| PinnedCaller {
+                    cpu: first,
+                    _pinned: pinned,
+                    _this_thread: PhantomData,
+                })
+            }
+        }
+    }
+}
+
+/// The calling thread pinned by [`PinPolicy::pin_caller`]; dropping it restores the thread's
+/// previous affinity. Not `Send`: it must be dropped on the thread it pinned.
+pub struct PinnedCaller {
+    cpu: usize,
+    _pinned: affinity::Pinned,
+    _this_thread: PhantomData<*const ()>,
+}
+
+impl fmt::Debug for PinnedCaller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PinnedCaller")
+            .field("cpu", &self.cpu)
+            .finish()
+    }
+}
+
+impl PinnedCaller {
+    /// The CPU the thread is pinned to.
+    pub fn cpu(&self) -> usize {
+        self.cpu
+    }
 }
 
 /// Why an executor could not be built or could not run a task.

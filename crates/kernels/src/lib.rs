@@ -27,6 +27,7 @@
 
 #![warn(missing_docs)]
 
+mod affinity;
 mod executor;
 pub mod input;
 mod kernel;
@@ -35,9 +36,9 @@ pub mod latency;
 mod registry;
 
 pub use executor::{
-    Executor, ExecutorError, ExecutorKind, PinPolicy, RayonExecutor, SchedulerExecutor,
-    SchedulerSpec, SeqExecutor, SpawnExecutor, check_thread_count, par_chunks_mut, parallel_for,
-    parallel_sum,
+    Executor, ExecutorError, ExecutorKind, PinPolicy, PinnedCaller, RayonExecutor,
+    SchedulerExecutor, SchedulerSpec, SeqExecutor, SpawnExecutor, check_thread_count,
+    par_chunks_mut, parallel_for, parallel_sum,
 };
 pub use kernel::{Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport};
 pub use kernels::smt::{InstrClass, declared_class};

@@ -29,7 +29,10 @@
 //! - `spread=false`: the OS places the tables' threads. By default (`spread=true`) each table's
 //!   thread pins itself, before the start barrier, to a CPU no other table of the run holds — the
 //!   one it runs on if that is free, else the first free one it may use — when there are no more
-//!   tables than CPUs (Linux; elsewhere the OS decides). See *Placement* below.
+//!   tables than CPUs (Linux; elsewhere the OS decides). See *Placement* below. Under
+//!   `sweep --pin compact` the executors' threads are pinned already, one per CPU, and so is the
+//!   measuring thread that starts the run: it then sees one CPU, fewer than the tables, and
+//!   `spread` leaves every table where the pinning put it.
 //!
 //! A thread pinned by `cpus` or `spread` gets its previous affinity back when its table is done,
 //! so a pool's worker goes on to other kernels unpinned.
@@ -74,6 +77,7 @@ use std::time::{Duration, Instant};
 
 use parbench_atomics::{MutexKind, SpinMutex, SpinMutexGuard};
 
+use crate::affinity;
 use crate::executor::{Executor, ExecutorError, current_cpu};
 use crate::kernel::{
     Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, bad_param, timed,
@@ -564,85 +568,6 @@ fn free_seat(current: Option<usize>, allowed: &[usize], taken: &[usize]) -> Opti
         .or_else(|| allowed.iter().copied().find(free))
 }
 
-/// Pinning the calling thread for a while: Linux `sched_{get,set}affinity`; elsewhere nothing is
-/// pinned and no CPU is reported allowed (so `spread` does nothing).
-mod affinity {
-    /// The calling thread pinned to one CPU; dropping it restores the affinity it had before.
-    pub(super) struct Pinned {
-        #[cfg(target_os = "linux")]
-        previous: libc::cpu_set_t,
-    }
-
-    /// The calling thread's affinity mask; `None` if the OS refuses to tell.
-    #[cfg(target_os = "linux")]
-    fn current_mask() -> Option<libc::cpu_set_t> {
-        // SAFETY: all-zero is the valid empty cpu_set_t.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `set` is a writable cpu_set_t of exactly the size passed; pid 0 is this thread.
-        let result =
-            unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-        (result == 0).then_some(set)
-    }
-
-    /// Sets the calling thread's affinity mask; `false` if the OS refuses.
-    #[cfg(target_os = "linux")]
-    fn set_mask(set: &libc::cpu_set_t) -> bool {
-        // SAFETY: `set` is a valid cpu_set_t of the size passed; the call only reads it.
-        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) == 0 }
-    }
-
-    /// The CPUs the calling thread may run on, ascending.
-    pub(super) fn allowed_cpus() -> Vec<usize> {
-        #[cfg(target_os = "linux")]
-        {
-            let Some(set) = current_mask() else {
-                return Vec::new();
-            };
-            let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
-            // SAFETY: `cpu` is below the set's capacity.
-            (0..capacity)
-                .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-                .collect()
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            Vec::new()
-        }
-    }
-
-    impl Pinned {
-        /// Pins the calling thread to `cpu`; `None` (and nothing changed) if the OS refuses or
-        /// `cpu` cannot be represented.
-        pub(super) fn to(cpu: usize) -> Option<Self> {
-            #[cfg(target_os = "linux")]
-            {
-                if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
-                    return None;
-                }
-                let previous = current_mask()?;
-                // SAFETY: all-zero is the valid empty cpu_set_t.
-                let mut only: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-                // SAFETY: `cpu` is below the set's capacity (checked above).
-                unsafe { libc::CPU_SET(cpu, &mut only) };
-                set_mask(&only).then_some(Pinned { previous })
-            }
-            #[cfg(not(target_os = "linux"))]
-            {
-                let _ = cpu;
-                None
-            }
-        }
-    }
-
-    impl Drop for Pinned {
-        fn drop(&mut self) {
-            // A refused restore leaves the thread pinned; nothing better can be done here.
-            #[cfg(target_os = "linux")]
-            let _ = set_mask(&self.previous);
-        }
-    }
-}
-
 /// How many distinct values `cpus` holds; `None` if it is empty (the OS did not tell).
 fn distinct(mut cpus: Vec<usize>) -> Option<usize> {
     cpus.sort_unstable();
@@ -811,22 +736,6 @@ mod tests {
         assert_eq!(table_cpus("2"), 2.0);
         assert_eq!(distinct(vec![3, 1, 3, 1, 0]), Some(3));
         assert_eq!(distinct(Vec::new()), None);
-    }
-
-    #[test]
-    fn a_pin_lasts_until_its_guard_drops() {
-        let before = affinity::allowed_cpus();
-        let Some(&cpu) = before.last() else {
-            println!("SKIPPED: needs Linux's sched_getaffinity");
-            return;
-        };
-        {
-            let _pinned = affinity::Pinned::to(cpu).expect("pinning to a CPU this thread may use");
-            assert_eq!(affinity::allowed_cpus(), [cpu]);
-            assert_eq!(current_cpu(), Some(cpu));
-        }
-        assert_eq!(affinity::allowed_cpus(), before);
-        assert!(affinity::Pinned::to(usize::MAX).is_none());
     }
 
     #[test]
