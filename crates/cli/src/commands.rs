@@ -241,6 +241,10 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
     check_input_files(&plan)?;
     if !args.quiet {
         eprintln!("{}", describe_plan(&plan, args.rounds, seed));
+        let environment = report.metadata.environment.as_ref();
+        if let Some(warning) = environment.and_then(|env| env.placement_warning()) {
+            eprintln!("{warning}");
+        }
     }
     let scratch = std::env::temp_dir().join(format!("parbench-sweep-{}", std::process::id()));
     fs::create_dir_all(&scratch).map_err(|source| CliError::Write {

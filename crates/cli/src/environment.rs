@@ -152,6 +152,37 @@ impl Environment {
         ]
     }
 
+    /// A warning for stderr when the kernel packs threads onto few CPUs (a `sched_*pack*`
+    /// placement option) and the workers are not pinned: two threads of one cell can then share
+    /// a CPU and run in turn, which on the fourth VM made a third of the 2-thread samples about
+    /// as slow as one thread.
+    ///
+    /// ```
+    /// use parbench_cli::environment::Environment;
+    /// let packing = Environment {
+    ///     placement_options: vec!["sched_vcpu_pack=15".into()],
+    ///     pinning: "none".into(),
+    ///     ..Environment::default()
+    /// };
+    /// assert!(packing.placement_warning().unwrap().contains("--pin compact"));
+    /// let pinned = Environment { pinning: "compact".into(), ..packing.clone() };
+    /// assert_eq!(pinned.placement_warning(), None);
+    /// assert_eq!(Environment::default().placement_warning(), None);
+    /// ```
+    pub fn placement_warning(&self) -> Option<String> {
+        let packing = self.placement_options.iter().find(|option| {
+            let name = option.split('=').next().unwrap_or_default();
+            name.starts_with("sched_") && name.contains("pack")
+        })?;
+        (self.pinning == "none").then(|| {
+            format!(
+                "note: the OS kernel packs threads onto few CPUs ({packing}): two threads of a cell \
+                 can share one and run in turn; --pin compact places every thread of a cell on \
+                 a CPU of its own"
+            )
+        })
+    }
+
     /// A short label for a column of `compare`: host, CPU and commit.
     ///
     /// ```

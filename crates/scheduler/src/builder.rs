@@ -35,6 +35,13 @@ pub const DEFAULT_SPIN_BEFORE_PARK: Duration = Duration::from_micros(200);
 
 /// Where worker threads run.
 ///
+/// Only the pool's workers are pinned. A thread outside the pool that calls one of its
+/// algorithms takes part in the call in worker 0's place (worker 0 steals nothing meanwhile) and
+/// keeps its own affinity; pin it to worker 0's CPU to have every participant placed
+/// (`parbench_kernels::PinPolicy::pin_caller` does that for a while, and `parbench-cli sweep
+/// --pin compact` for each block of runs). Build the pool before pinning the caller: the CPUs
+/// "this process may use" are those of the thread that calls `build`.
+///
 /// ```
 /// use parbench_scheduler::{Pinning, ThreadPoolBuilder};
 /// let pool = ThreadPoolBuilder::new().num_threads(1).pin(Pinning::Compact).build();
