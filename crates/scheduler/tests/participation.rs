@@ -547,6 +547,63 @@ fn a_tree_thief_takes_chunks_downwards_from_the_top_of_the_owners_rest() {
     }
 }
 
+/// The owner's end of a share a thief works on: once the thief has taken a chunk from the top,
+/// the owner claims its last two grains in tail steps (an eighth of a grain), so the two meet
+/// within a step. Grain 32, so the tail step is 4. The caller waits for the worker to start,
+/// runs its own share at once and steals the worker's first offer; it then takes chunks from the
+/// top of the worker's rest at 40 µs per iteration while the worker claims from the bottom at
+/// 20 µs, so the worker's last claim is made with fewer than two grains left. With two threads the
+/// worker's second offer stays on its deque (nobody else can steal it), and under the rule before
+/// (tail steps only when the owner's deque is empty) every worker claim was a whole grain: its
+/// last chunk was up to 32 iterations, with the caller waiting for it.
+#[test]
+fn a_tree_owner_ends_in_tail_steps_once_a_thief_takes_from_its_share() {
+    let (pool, strategy) = spinning_pool_with_tree_grain(2, 32);
+    let n = 600;
+    let worker_started = AtomicBool::new(false);
+    let caller_took = AtomicBool::new(false);
+    let worker_chunks = Mutex::new(Vec::new());
+    let ran = (0..n).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>();
+    pool.parallel_for_chunks_with(&strategy, 0..n, |chunk| {
+        let by_caller = pool.current_thread_index().is_none();
+        if !by_caller {
+            worker_chunks.lock().unwrap().push(chunk.clone());
+        }
+        for i in chunk {
+            ran[i].fetch_add(1, Ordering::Relaxed);
+            if !by_caller {
+                spin(Duration::from_micros(20), &|| false);
+                if worker_started.swap(true, Ordering::Relaxed) {
+                    spin(Duration::from_millis(5), &|| {
+                        caller_took.load(Ordering::Relaxed)
+                    });
+                }
+            } else if i >= n / 2 {
+                caller_took.store(true, Ordering::Relaxed);
+                spin(Duration::from_micros(40), &|| false);
+            } else if i == 0 {
+                spin(Duration::from_secs(5), &|| {
+                    worker_started.load(Ordering::Relaxed)
+                });
+            }
+        }
+    });
+    assert!(ran.iter().all(|count| count.load(Ordering::Relaxed) == 1));
+    if !worker_started.into_inner() || !caller_took.into_inner() {
+        eprintln!("SKIPPED: the worker did not start, or its share was not stolen, in time");
+        return;
+    }
+    let chunks = worker_chunks.into_inner().unwrap();
+    let last = chunks
+        .iter()
+        .max_by_key(|chunk| chunk.start)
+        .expect("the worker ran its share");
+    assert!(
+        last.len() <= 4,
+        "the worker's last claim was {last:?}, more than a tail step: {chunks:?}"
+    );
+}
+
 /// More than two threads on one heavy share: the caller's block of a 4-thread tree call is slow
 /// (200 µs per iteration), the workers' blocks are instant. The first idle worker joins the
 /// caller through its first offer and takes chunks from the top; the caller, its deque empty

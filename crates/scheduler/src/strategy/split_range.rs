@@ -24,6 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) struct SplitRange {
     /// The first iteration of the range when it was made; the word holds offsets from it.
     base: usize,
+    /// The range's length when it was made: the end offset until a thief takes from the top.
+    initial_len: usize,
     /// `start << 32 | end`, offsets from `base`; the range is empty once `start >= end`.
     bounds: AtomicU64,
 }
@@ -34,6 +36,7 @@ impl SplitRange {
         let len = u32::try_from(range.len()).ok()?;
         Some(SplitRange {
             base: range.start,
+            initial_len: len as usize,
             bounds: AtomicU64::new(u64::from(len)),
         })
     }
@@ -51,6 +54,13 @@ impl SplitRange {
         // Relaxed: a hint for the owner's next step; the claim re-reads the word.
         let (start, end) = Self::unpack(self.bounds.load(Ordering::Relaxed));
         end.saturating_sub(start)
+    }
+
+    /// Whether a thief has taken a chunk from the high end yet (a snapshot, like `len`).
+    pub(crate) fn taken_from_top(&self) -> bool {
+        // Relaxed: a hint for the owner's next step, as in `len`.
+        let (_, end) = Self::unpack(self.bounds.load(Ordering::Relaxed));
+        end < self.initial_len
     }
 
     /// Takes the first `step` iterations left (fewer if fewer are left; `None` if none are).
@@ -155,6 +165,20 @@ mod tests {
         assert_eq!(last.take_top(8, 5), Some(0..2), "at most what is left");
         assert_eq!(last.claim(1), None);
         assert_eq!(last.len(), 0);
+    }
+
+    #[test]
+    fn only_a_chunk_from_the_top_marks_the_range_as_taken_from() {
+        let range = SplitRange::new(100..120).unwrap();
+        assert!(!range.taken_from_top());
+        range.claim(19);
+        assert!(
+            !range.taken_from_top(),
+            "the owner's claims leave the end where it was"
+        );
+        assert_eq!(range.take_top(2, 1), Some(119..120));
+        assert!(range.taken_from_top());
+        assert!(!SplitRange::new(0..0).unwrap().taken_from_top());
     }
 
     /// Many thieves on one rest (a pool of more than two threads whose idle threads all joined

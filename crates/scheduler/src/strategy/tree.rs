@@ -40,6 +40,14 @@
 //!    tree / guided went from 1.030 to 1.019 and from 1.028 to 1.024 (10 and 12 pairs); in
 //!    default sweeps the difference is inside the noise (paired new / old 0.977 and 1.049 in two
 //!    sets of 16 and 12 processes).
+//!    The owner's last two grains also run in those steps once a thief has taken a chunk from
+//!    the top of its share (`SplitRange::taken_from_top`): the two meet in the middle, and a
+//!    grain-sized last claim would leave the thief waiting for it. The deque test above misses
+//!    this case at P = 2: after the thief took the first offer, the owner's next one stays on
+//!    its deque (the only other thread is busy with the first), so the deque is never empty
+//!    again. In full default sweeps with `--pin compact` (two batches of 10 processes per build,
+//!    alternating), tree / guided on spmv-triangle went from 1.030 to 0.996 and from 1.023 to
+//!    1.009, with every other kernel level.
 //!
 //! This is how an *outermost* call of more than `small_per_thread · P` iterations runs. A call
 //! made from inside the pool (a loop body, a task) runs by lazy binary splitting instead, and a
@@ -253,6 +261,11 @@ const TAIL_STEPS_PER_GRAIN: usize = 8;
 /// and wait while the late one runs the rest of its own, as under `Static`. Until a thread runs
 /// out of work nothing changes: nothing below two grains is offered, so a balanced loop makes no
 /// extra tasks.
+///
+/// The owner's last two grains run in those steps too once a thief takes chunks from the top of
+/// the share, even while its deque holds an offer (at P = 2 the owner's second offer, which
+/// nobody can steal while the only other thread is busy with the first): the two meet within a
+/// step.
 fn run_piece<'a>(
     ctx: &WorkerCtx<'_>,
     call: &'a LoopCall<'a>,
@@ -314,9 +327,14 @@ fn run_piece<'a>(
                 unsafe { count.complete() };
             });
         }
-        // The last two grains of a thread's work run in smaller steps, so that a thread running
-        // out of work meanwhile gets its chunks within a step, not a grain.
-        let step = if last_work && left < 2 * grain {
+        // The last two grains run in smaller steps when another thread will want them or
+        // already works on them, so that the two finish within a step of each other, not a grain:
+        // when this is this thread's last work of the call (a thread running out of work
+        // meanwhile gets its chunks within a step), or when a thief already takes chunks from the
+        // top. The second case needs its own test: with two threads, the thief's offer is gone but
+        // the next one this thread made stays on its deque (the only other thread is the thief),
+        // so the deque is never empty again.
+        let step = if (last_work || shared.taken_from_top()) && left < 2 * grain {
             tail_step
         } else {
             grain
