@@ -4,6 +4,7 @@
 mod fixtures;
 
 use std::collections::HashSet;
+use std::ops::Range;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -483,44 +484,24 @@ fn tree_offers_the_last_iterations_to_a_thread_out_of_work() {
 }
 
 /// The thief's side of a tree offer: chunks from the top of the owner's rest, downwards, each a
-/// `2·P`-th of what is left (not below the tail step), run as they are. The caller waits for the
-/// worker to start and then runs its own share at once; the worker's iterations take 20 µs each,
-/// and after its first one each also waits (up to 5 ms) until the caller has run one of the
-/// worker's block, so that a caller kept off the CPU by other tests still gets there first. The
-/// caller's body calls in the worker's block must then start at its top, and each must end where
+/// `2·P`-th of what is left (not below the tail step), run as they are. The caller takes from
+/// the worker's share by the script of `CallerTakesFromTheWorker`, its own iterations instant.
+/// The caller's body calls in the worker's block must then start at its top, and each must end where
 /// the previous one began and be no longer than it. A thief that made a piece of what it took
 /// (the rule before) ran that piece from its low end in growing timespan batches: upwards.
 #[test]
 fn a_tree_thief_takes_chunks_downwards_from_the_top_of_the_owners_rest() {
     let (pool, strategy) = spinning_pool_with_tree_grain(2, 8);
     let n = 200;
-    let worker_started = AtomicBool::new(false);
-    let caller_took = AtomicBool::new(false);
+    let script = CallerTakesFromTheWorker::new(n, Duration::ZERO);
     let runs = Mutex::new(Vec::new());
-    let ran = (0..n).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>();
     pool.parallel_for_chunks_with(&strategy, 0..n, |chunk| {
         let by_caller = pool.current_thread_index().is_none();
         runs.lock().unwrap().push((chunk.clone(), by_caller));
-        for i in chunk {
-            ran[i].fetch_add(1, Ordering::Relaxed);
-            if !by_caller {
-                spin(Duration::from_micros(20), &|| false);
-                if worker_started.swap(true, Ordering::Relaxed) {
-                    spin(Duration::from_millis(5), &|| {
-                        caller_took.load(Ordering::Relaxed)
-                    });
-                }
-            } else if i >= n / 2 {
-                caller_took.store(true, Ordering::Relaxed);
-            } else if i == 0 {
-                spin(Duration::from_secs(5), &|| {
-                    worker_started.load(Ordering::Relaxed)
-                });
-            }
-        }
+        script.run(chunk, by_caller);
     });
-    assert!(ran.iter().all(|count| count.load(Ordering::Relaxed) == 1));
-    if !worker_started.into_inner() {
+    script.assert_every_iteration_ran_once();
+    if !script.worker_started() {
         eprintln!("SKIPPED: the worker did not start within 5 s (machine overloaded)");
         return;
     }
@@ -549,10 +530,10 @@ fn a_tree_thief_takes_chunks_downwards_from_the_top_of_the_owners_rest() {
 
 /// The owner's end of a share a thief works on: once the thief has taken a chunk from the top,
 /// the owner claims its last two grains in tail steps (an eighth of a grain), so the two meet
-/// within a step. Grain 32, so the tail step is 4. The caller waits for the worker to start,
-/// runs its own share at once and steals the worker's first offer; it then takes chunks from the
-/// top of the worker's rest at 40 µs per iteration while the worker claims from the bottom at
-/// 20 µs, so the worker's last claim is made with fewer than two grains left. With two threads the
+/// within a step. Grain 32, so the tail step is 4. The caller steals the worker's first offer by
+/// the script of `CallerTakesFromTheWorker` and takes chunks from the top of the worker's rest at
+/// 40 µs per iteration while the worker claims from the bottom at 20 µs, so the worker's last
+/// claim is made with fewer than two grains left. With two threads the
 /// worker's second offer stays on its deque (nobody else can steal it), and under the rule before
 /// (tail steps only when the owner's deque is empty) every worker claim was a whole grain: its
 /// last chunk was up to 32 iterations, with the caller waiting for it.
@@ -560,36 +541,17 @@ fn a_tree_thief_takes_chunks_downwards_from_the_top_of_the_owners_rest() {
 fn a_tree_owner_ends_in_tail_steps_once_a_thief_takes_from_its_share() {
     let (pool, strategy) = spinning_pool_with_tree_grain(2, 32);
     let n = 600;
-    let worker_started = AtomicBool::new(false);
-    let caller_took = AtomicBool::new(false);
+    let script = CallerTakesFromTheWorker::new(n, Duration::from_micros(40));
     let worker_chunks = Mutex::new(Vec::new());
-    let ran = (0..n).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>();
     pool.parallel_for_chunks_with(&strategy, 0..n, |chunk| {
         let by_caller = pool.current_thread_index().is_none();
         if !by_caller {
             worker_chunks.lock().unwrap().push(chunk.clone());
         }
-        for i in chunk {
-            ran[i].fetch_add(1, Ordering::Relaxed);
-            if !by_caller {
-                spin(Duration::from_micros(20), &|| false);
-                if worker_started.swap(true, Ordering::Relaxed) {
-                    spin(Duration::from_millis(5), &|| {
-                        caller_took.load(Ordering::Relaxed)
-                    });
-                }
-            } else if i >= n / 2 {
-                caller_took.store(true, Ordering::Relaxed);
-                spin(Duration::from_micros(40), &|| false);
-            } else if i == 0 {
-                spin(Duration::from_secs(5), &|| {
-                    worker_started.load(Ordering::Relaxed)
-                });
-            }
-        }
+        script.run(chunk, by_caller);
     });
-    assert!(ran.iter().all(|count| count.load(Ordering::Relaxed) == 1));
-    if !worker_started.into_inner() || !caller_took.into_inner() {
+    script.assert_every_iteration_ran_once();
+    if !script.worker_started() || !script.caller_took() {
         eprintln!("SKIPPED: the worker did not start, or its share was not stolen, in time");
         return;
     }
@@ -631,6 +593,66 @@ fn more_idle_threads_join_one_heavy_tree_share_through_later_offers() {
         helpers.len() >= 2,
         "only {helpers:?} of the 3 idle workers ran part of the caller's slow block"
     );
+}
+
+/// The script of the tests above in which the caller takes from a 2-thread call's worker
+/// share (slot 1's block, the upper half of `0..n`). The caller waits at its iteration 0 for the
+/// worker to start, then runs its own share at once. The worker's iterations take 20 µs each,
+/// and after its first one each also waits (up to 5 ms) until the caller has run one of the
+/// worker's block, so that a caller kept off the CPU by other tests still gets there first. The
+/// caller's iterations of the worker's block take `caller_iteration` each.
+struct CallerTakesFromTheWorker {
+    n: usize,
+    caller_iteration: Duration,
+    worker_started: AtomicBool,
+    caller_took: AtomicBool,
+    ran: Vec<AtomicUsize>,
+}
+
+impl CallerTakesFromTheWorker {
+    fn new(n: usize, caller_iteration: Duration) -> Self {
+        CallerTakesFromTheWorker {
+            n,
+            caller_iteration,
+            worker_started: AtomicBool::new(false),
+            caller_took: AtomicBool::new(false),
+            ran: (0..n).map(|_| AtomicUsize::new(0)).collect(),
+        }
+    }
+
+    /// Runs the iterations of `chunk` by the script, on the caller or on the worker.
+    fn run(&self, chunk: Range<usize>, by_caller: bool) {
+        for i in chunk {
+            self.ran[i].fetch_add(1, Ordering::Relaxed);
+            if !by_caller {
+                spin(Duration::from_micros(20), &|| false);
+                if self.worker_started.swap(true, Ordering::Relaxed) {
+                    spin(Duration::from_millis(5), &|| self.caller_took());
+                }
+            } else if i >= self.n / 2 {
+                self.caller_took.store(true, Ordering::Relaxed);
+                spin(self.caller_iteration, &|| false);
+            } else if i == 0 {
+                spin(Duration::from_secs(5), &|| self.worker_started());
+            }
+        }
+    }
+
+    fn worker_started(&self) -> bool {
+        self.worker_started.load(Ordering::Relaxed)
+    }
+
+    fn caller_took(&self) -> bool {
+        self.caller_took.load(Ordering::Relaxed)
+    }
+
+    fn assert_every_iteration_ran_once(&self) {
+        assert!(
+            self.ran
+                .iter()
+                .all(|count| count.load(Ordering::Relaxed) == 1)
+        );
+    }
 }
 
 /// A pool of `threads` threads whose idle threads spin for 30 s (a parked caller is woken only by
