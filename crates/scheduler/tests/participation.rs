@@ -533,10 +533,12 @@ fn a_tree_thief_takes_chunks_downwards_from_the_top_of_the_owners_rest() {
 /// within a step. Grain 32, so the tail step is 4. The caller steals the worker's first offer by
 /// the script of `CallerTakesFromTheWorker` and takes chunks from the top of the worker's rest at
 /// 40 µs per iteration while the worker claims from the bottom at 20 µs, so the worker's last
-/// claim is made with fewer than two grains left. With two threads the
-/// worker's second offer stays on its deque (nobody else can steal it), and under the rule before
-/// (tail steps only when the owner's deque is empty) every worker claim was a whole grain: its
-/// last chunk was up to 32 iterations, with the caller waiting for it.
+/// claim is made with fewer than two grains left. With two threads the worker used to make a
+/// second offer, which stayed on its deque (nobody else could steal it), and under the rule
+/// before 992cd66 (tail steps only when the owner's deque is empty) every worker claim was then a
+/// whole grain: its last chunk was up to 32 iterations, with the caller waiting for it. Now the
+/// worker makes no second offer, so its deque is empty and either rule ends it in tail steps;
+/// the three-thread test below is the one in which only the rule of 992cd66 does.
 #[test]
 fn a_tree_owner_ends_in_tail_steps_once_a_thief_takes_from_its_share() {
     let (pool, strategy) = spinning_pool_with_tree_grain(2, 32);
@@ -563,6 +565,103 @@ fn a_tree_owner_ends_in_tail_steps_once_a_thief_takes_from_its_share() {
     assert!(
         last.len() <= 4,
         "the worker's last claim was {last:?}, more than a tail step: {chunks:?}"
+    );
+}
+
+/// The owner's end in tail steps while a later offer of its waits on its deque: the case only
+/// `SplitRange::taken_from_top` catches. Three threads, grain 32 (tail step 4). The worker of
+/// slot 1 runs its block at 20 µs per iteration; the caller, its own block instant, steals the
+/// worker's first offer and takes chunks from the top at 40 µs per iteration. The worker then
+/// makes a second offer (a third thread could take it), but the worker of slot 2 is busy in its
+/// first iteration until slot 1's block is done, so the offer stays on the deque and the deque
+/// is never empty again. The worker's last claim must still be a tail step; ending only when its
+/// deque is empty, it would be up to a grain, with the caller waiting for it.
+#[test]
+fn a_tree_owner_ends_in_tail_steps_while_a_later_offer_waits_on_its_deque() {
+    let (pool, strategy) = spinning_pool_with_tree_grain(3, 32);
+    let (n, slot_1, slot_2_first) = (900, 300..600, 600);
+    let [slot_1_started, slot_2_started, caller_took] = [(); 3].map(|()| AtomicBool::new(false));
+    let flag = |flag: &AtomicBool| flag.load(Ordering::Relaxed);
+    let slot_1_done = AtomicUsize::new(0);
+    let ran: Vec<_> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+    let worker_chunks = Mutex::new(Vec::new());
+    pool.parallel_for_chunks_with(&strategy, 0..n, |chunk| {
+        let by_caller = pool.current_thread_index().is_none();
+        if !by_caller && slot_1.contains(&chunk.start) {
+            worker_chunks.lock().unwrap().push(chunk.clone());
+        }
+        for i in chunk {
+            ran[i].fetch_add(1, Ordering::Relaxed);
+            if i == 0 {
+                spin(Duration::from_secs(5), &|| {
+                    flag(&slot_1_started) && flag(&slot_2_started)
+                });
+            } else if slot_1.contains(&i) {
+                if by_caller {
+                    caller_took.store(true, Ordering::Relaxed);
+                    spin(Duration::from_micros(40), &|| false);
+                } else {
+                    spin(Duration::from_micros(20), &|| false);
+                    if slot_1_started.swap(true, Ordering::Relaxed) {
+                        spin(Duration::from_millis(5), &|| flag(&caller_took));
+                    }
+                }
+                slot_1_done.fetch_add(1, Ordering::Relaxed);
+            } else if i == slot_2_first {
+                slot_2_started.store(true, Ordering::Relaxed);
+                spin(Duration::from_secs(5), &|| {
+                    slot_1_done.load(Ordering::Relaxed) == slot_1.len()
+                });
+            }
+        }
+    });
+    assert!(ran.iter().all(|count| count.load(Ordering::Relaxed) == 1));
+    if !flag(&slot_2_started) || !flag(&caller_took) {
+        eprintln!("SKIPPED: a worker did not start, or its share was not stolen, in time");
+        return;
+    }
+    let chunks = worker_chunks.into_inner().unwrap();
+    let last = chunks
+        .iter()
+        .max_by_key(|chunk| chunk.start)
+        .expect("the worker of slot 1 ran its share");
+    assert!(
+        last.len() <= 4,
+        "the worker's last claim was {last:?}, more than a tail step: {chunks:?}"
+    );
+}
+
+/// No offer nobody can take: with two threads, once the caller has stolen the worker's first
+/// offer it takes chunks of the worker's rest until nothing is left, so there is no other thread
+/// for a second offer. The worker must then make none: its deque stays empty for the rest of its
+/// share. Under the rule before (a new offer whenever the deque was empty and two grains were
+/// left) the worker's second offer sat on its deque until the end of the call, where the
+/// worker popped it and found nothing.
+#[test]
+fn a_two_thread_tree_owner_makes_no_offer_after_its_first_was_stolen() {
+    let (pool, strategy) = spinning_pool_with_tree_grain(2, 32);
+    let n = 600;
+    let script = CallerTakesFromTheWorker::new(n, Duration::from_micros(40));
+    let deque_after_the_steal = Mutex::new(Vec::new());
+    pool.parallel_for_chunks_with(&strategy, 0..n, |chunk| {
+        let worker = pool.current_thread_index();
+        if let Some(index) = worker
+            && script.caller_took()
+        {
+            let queued = pool.snapshot().workers[index].deque;
+            deque_after_the_steal.lock().unwrap().push(queued);
+        }
+        script.run(chunk, worker.is_none());
+    });
+    script.assert_every_iteration_ran_once();
+    let queued = deque_after_the_steal.into_inner().unwrap();
+    if !script.worker_started() || queued.is_empty() {
+        eprintln!("SKIPPED: the worker did not start, or its share was not stolen, in time");
+        return;
+    }
+    assert!(
+        queued.iter().all(|&tasks| tasks == 0),
+        "the worker queued tasks after the caller took its only offer: {queued:?}"
     );
 }
 

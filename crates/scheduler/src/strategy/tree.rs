@@ -21,9 +21,11 @@
 //!    to share*: the thief that runs it takes chunks from the high end of what is left, each a
 //!    `2·P`-th of what is left at that moment but not below an eighth of the owner's grain
 //!    (guided's rule, from the other end), and runs them until it meets the owner
-//!    (`split_range.rs`). A new offer is made
-//!    only once the previous one is gone. On a balanced load a thread makes one task, finds it
-//!    unstolen at the end and drops it. A thief makes nothing of what it takes: no timespan, no
+//!    (`split_range.rs`). A new offer is made only once the previous one is gone, and only while
+//!    fewer than `P − 1` of them have been stolen: a thief stays on the share until nothing is
+//!    left, so after that every other thread of the call works on it and nobody could take
+//!    another (with two threads, no offer after the first is stolen). On a balanced load a thread
+//!    makes one task, finds it unstolen at the end and drops it. A thief makes nothing of what it takes: no timespan, no
 //!    grain, no offers. It used to take the upper half of what was left as a piece of its own,
 //!    with all three, and those were what tree paid over guided at every split (see
 //!    `take_from_the_top`).
@@ -43,9 +45,10 @@
 //!    The owner's last two grains also run in those steps once a thief has taken a chunk from
 //!    the top of its share (`SplitRange::taken_from_top`): the two meet in the middle, and a
 //!    grain-sized last claim would leave the thief waiting for it. The deque test above misses
-//!    this case at P = 2: after the thief took the first offer, the owner's next one stays on
-//!    its deque (the only other thread is busy with the first), so the deque is never empty
-//!    again. In full default sweeps with `--pin compact` (two batches of 10 processes per build,
+//!    this case with more than two threads: after a thief took the first offer, the owner's
+//!    next one stays on its deque while no third thread is idle, so the deque is not empty again.
+//!    (At P = 2 the owner's second offer did the same until the owner stopped making offers
+//!    nobody can take.) In full default sweeps with `--pin compact` (two batches of 10 processes per build,
 //!    alternating), tree / guided on spmv-triangle went from 1.030 to 0.996 and from 1.023 to
 //!    1.009, with every other kernel level.
 //!
@@ -246,7 +249,9 @@ const TAIL_STEPS_PER_GRAIN: usize = 8;
 /// least two grains are left, it pushes an offer on its own deque (where idle threads steal it).
 /// What is left lives in a [`SplitRange`]: this thread claims its grains from the low end, and the
 /// thief of an offer takes chunks from the high end (`take_from_the_top`). An offer is made only
-/// when the previous one is gone, and one that nobody steals costs nothing to take back: on a
+/// when the previous one is gone and while fewer than `P − 1` have been stolen (each thief stays
+/// until nothing is left, so the other threads would all be here already), and one that nobody
+/// steals costs nothing to take back: on a
 /// balanced loop a thread makes one task and drops it unused at the end (its own wait pops it; it
 /// finds nothing left). The balancing tasks count in a node of their own, so completing them
 /// touches no counter that other threads' shares use.
@@ -263,9 +268,8 @@ const TAIL_STEPS_PER_GRAIN: usize = 8;
 /// extra tasks.
 ///
 /// The owner's last two grains run in those steps too once a thief takes chunks from the top of
-/// the share, even while its deque holds an offer (at P = 2 the owner's second offer, which
-/// nobody can steal while the only other thread is busy with the first): the two meet within a
-/// step.
+/// the share, even while its deque holds an offer (a later offer, which waits there while no
+/// other thread is idle): the two meet within a step.
 fn run_piece<'a>(
     ctx: &WorkerCtx<'_>,
     call: &'a LoopCall<'a>,
@@ -291,6 +295,8 @@ fn run_piece<'a>(
     // The node counting this piece's balancing tasks, made with the first one; it takes over
     // `held`'s count.
     let mut node: Option<NodeRef> = None;
+    // The offers of this rest made so far (see `make_offer` below).
+    let mut offers = 0usize;
     let node_of =
         |node: &mut Option<NodeRef>| *node.get_or_insert_with(|| NodeRef(CountNode::child(held.0)));
     // A rest too long for a `SplitRange` (more than `u32::MAX` iterations): its upper halves
@@ -316,10 +322,16 @@ fn run_piece<'a>(
         // Nothing on the deque: this thread's last work of the call is its rest (an offer it
         // made before was stolen).
         let last_work = ctx.deque_is_empty();
+        // Every offer made so far was stolen, and each thief takes chunks of this rest until
+        // nothing is left: once `slots - 1` have been, every other thread of the call works
+        // here, and a new offer could only wait on the deque until the end (with two threads,
+        // any offer after the first).
         let make_offer = last_work
+            && offers < call.slots - 1
             && !call.stopped()
             && (left >= 2 * grain || (left >= 2 && call.someone_is_out_of_work()));
         if make_offer {
+            offers += 1;
             let shared = Arc::clone(&shared);
             offer(ctx, call, node_of(&mut node), move |ctx, count| {
                 take_from_the_top(ctx, call, &shared, tail_step);
@@ -331,9 +343,9 @@ fn run_piece<'a>(
         // already works on them, so that the two finish within a step of each other, not a grain:
         // when this is this thread's last work of the call (a thread running out of work
         // meanwhile gets its chunks within a step), or when a thief already takes chunks from the
-        // top. The second case needs its own test: with two threads, the thief's offer is gone but
-        // the next one this thread made stays on its deque (the only other thread is the thief),
-        // so the deque is never empty again.
+        // top. The second case needs its own test: with more than two threads, the thief's offer
+        // is gone but the next one this thread made stays on its deque while no other thread is
+        // idle, so the deque is not empty again.
         let step = if (last_work || shared.taken_from_top()) && left < 2 * grain {
             tail_step
         } else {
