@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use fixtures::{all_strategies, pool, rendezvous};
-use parbench_scheduler::{Grain, Strategy, ThreadPoolBuilder, Timespan, TreeConfig, TreeTimespan};
+use parbench_scheduler::{
+    Grain, Strategy, ThreadPool, ThreadPoolBuilder, Timespan, TreeConfig, TreeTimespan,
+};
 
 /// A call of P iterations whose bodies wait until all P have started can only finish if P
 /// different threads run them.
@@ -541,31 +543,15 @@ fn a_tree_thief_takes_chunks_downwards_from_the_top_of_the_owners_rest() {
 /// the three-thread test below is the one in which only the rule of 992cd66 does.
 #[test]
 fn a_tree_owner_ends_in_tail_steps_once_a_thief_takes_from_its_share() {
-    let (pool, strategy) = spinning_pool_with_tree_grain(2, 32);
-    let n = 600;
-    let script = CallerTakesFromTheWorker::new(n, Duration::from_micros(40));
     let worker_chunks = Mutex::new(Vec::new());
-    pool.parallel_for_chunks_with(&strategy, 0..n, |chunk| {
-        let by_caller = pool.current_thread_index().is_none();
-        if !by_caller {
+    let ran = caller_takes_from_the_worker_with_grain_32(|_, chunk, worker, _| {
+        if worker.is_some() {
             worker_chunks.lock().unwrap().push(chunk.clone());
         }
-        script.run(chunk, by_caller);
     });
-    script.assert_every_iteration_ran_once();
-    if !script.worker_started() || !script.caller_took() {
-        eprintln!("SKIPPED: the worker did not start, or its share was not stolen, in time");
-        return;
+    if ran {
+        assert_last_claim_at_most(&worker_chunks.into_inner().unwrap(), 4);
     }
-    let chunks = worker_chunks.into_inner().unwrap();
-    let last = chunks
-        .iter()
-        .max_by_key(|chunk| chunk.start)
-        .expect("the worker ran its share");
-    assert!(
-        last.len() <= 4,
-        "the worker's last claim was {last:?}, more than a tail step: {chunks:?}"
-    );
 }
 
 /// The owner's end in tail steps while a later offer of its waits on its deque: the case only
@@ -620,15 +606,7 @@ fn a_tree_owner_ends_in_tail_steps_while_a_later_offer_waits_on_its_deque() {
         eprintln!("SKIPPED: a worker did not start, or its share was not stolen, in time");
         return;
     }
-    let chunks = worker_chunks.into_inner().unwrap();
-    let last = chunks
-        .iter()
-        .max_by_key(|chunk| chunk.start)
-        .expect("the worker of slot 1 ran its share");
-    assert!(
-        last.len() <= 4,
-        "the worker's last claim was {last:?}, more than a tail step: {chunks:?}"
-    );
+    assert_last_claim_at_most(&worker_chunks.into_inner().unwrap(), 4);
 }
 
 /// No offer nobody can take: with two threads, once the caller has stolen the worker's first
@@ -639,26 +617,20 @@ fn a_tree_owner_ends_in_tail_steps_while_a_later_offer_waits_on_its_deque() {
 /// worker popped it and found nothing.
 #[test]
 fn a_two_thread_tree_owner_makes_no_offer_after_its_first_was_stolen() {
-    let (pool, strategy) = spinning_pool_with_tree_grain(2, 32);
-    let n = 600;
-    let script = CallerTakesFromTheWorker::new(n, Duration::from_micros(40));
     let deque_after_the_steal = Mutex::new(Vec::new());
-    pool.parallel_for_chunks_with(&strategy, 0..n, |chunk| {
-        let worker = pool.current_thread_index();
+    let ran = caller_takes_from_the_worker_with_grain_32(|pool, _, worker, script| {
         if let Some(index) = worker
             && script.caller_took()
         {
             let queued = pool.snapshot().workers[index].deque;
             deque_after_the_steal.lock().unwrap().push(queued);
         }
-        script.run(chunk, worker.is_none());
     });
-    script.assert_every_iteration_ran_once();
     let queued = deque_after_the_steal.into_inner().unwrap();
-    if !script.worker_started() || queued.is_empty() {
-        eprintln!("SKIPPED: the worker did not start, or its share was not stolen, in time");
+    if !ran {
         return;
     }
+    assert!(!queued.is_empty(), "no chunk of the worker after the steal");
     assert!(
         queued.iter().all(|&tasks| tasks == 0),
         "the worker queued tasks after the caller took its only offer: {queued:?}"
@@ -757,10 +729,7 @@ impl CallerTakesFromTheWorker {
 /// A pool of `threads` threads whose idle threads spin for 30 s (a parked caller is woken only by
 /// the end of its call), and a tree strategy with a 1 µs timespan and a fixed grain: the set-up of
 /// the tests above that script who runs which iterations.
-fn spinning_pool_with_tree_grain(
-    threads: usize,
-    grain: usize,
-) -> (parbench_scheduler::ThreadPool, Strategy) {
+fn spinning_pool_with_tree_grain(threads: usize, grain: usize) -> (ThreadPool, Strategy) {
     let pool = ThreadPoolBuilder::new()
         .num_threads(threads)
         .spin_before_park(Duration::from_secs(30))
@@ -772,6 +741,41 @@ fn spinning_pool_with_tree_grain(
         ..TreeConfig::default()
     });
     (pool, strategy)
+}
+
+/// Runs the script of `CallerTakesFromTheWorker` on 600 iterations (grain 32, tail step 4; the
+/// caller's iterations of the worker's block take 40 µs), calling `observe(pool, chunk, worker
+/// index, script)` as each chunk starts. Returns whether the script ran as meant (the worker
+/// started and the caller took from its share); if not, it says that the test is skipped.
+fn caller_takes_from_the_worker_with_grain_32(
+    observe: impl Fn(&ThreadPool, &Range<usize>, Option<usize>, &CallerTakesFromTheWorker) + Sync,
+) -> bool {
+    let (pool, strategy) = spinning_pool_with_tree_grain(2, 32);
+    let script = CallerTakesFromTheWorker::new(600, Duration::from_micros(40));
+    pool.parallel_for_chunks_with(&strategy, 0..600, |chunk| {
+        let worker = pool.current_thread_index();
+        observe(&pool, &chunk, worker, &script);
+        script.run(chunk, worker.is_none());
+    });
+    script.assert_every_iteration_ran_once();
+    let ran = script.worker_started() && script.caller_took();
+    if !ran {
+        eprintln!("SKIPPED: the worker did not start, or its share was not stolen, in time");
+    }
+    ran
+}
+
+/// The last claim of a share's owner (its chunk with the highest start) is at most `tail_step`
+/// iterations.
+fn assert_last_claim_at_most(chunks: &[Range<usize>], tail_step: usize) {
+    let last = chunks
+        .iter()
+        .max_by_key(|chunk| chunk.start)
+        .expect("the owner ran its share");
+    assert!(
+        last.len() <= tail_step,
+        "the owner's last claim was {last:?}, more than a tail step: {chunks:?}"
+    );
 }
 
 /// Spins until `done` holds or `limit` has passed.
