@@ -497,6 +497,9 @@ mod loom_tests {
     /// `release_as_waiter` with a Release-only decrement: a waiter whose last release does not
     /// acquire the thief's. Kept as the negative control that shows the model catches a caller
     /// that skips the latch without synchronizing with the call's tasks.
+    ///
+    /// # Safety
+    /// As [`CountNode::release_as_waiter`] (its signature is what the model takes).
     unsafe fn release_as_waiter_without_acquire(root: &CountNode, n: usize) -> bool {
         root.pending.fetch_sub(n, Ordering::Release) == n
     }

@@ -39,6 +39,8 @@ struct SetOnDrop<'a>(&'a AtomicBool);
 
 impl Drop for SetOnDrop<'_> {
     fn drop(&mut self) {
+        // SeqCst (here and in the test's counts): one total order over the mark and the
+        // iterations' checks, so an iteration that reads the mark as set started after it.
         self.0.store(true, Ordering::SeqCst);
     }
 }

@@ -33,7 +33,8 @@ fn all_threads_take_part_in_a_rendezvous() {
             let seen = Mutex::new(HashSet::new());
             pool.parallel_for_with(&strategy, 0..threads, |_| {
                 seen.lock().unwrap().insert(std::thread::current().id());
-                started.fetch_add(1, Ordering::AcqRel);
+                // Relaxed: an arrival for `rendezvous`; the set is behind its mutex.
+                started.fetch_add(1, Ordering::Relaxed);
                 rendezvous(
                     &started,
                     threads,
@@ -62,7 +63,8 @@ fn all_workers_take_part_when_called_from_inside_the_pool() {
                             .lock()
                             .unwrap()
                             .insert(pool_ref.current_thread_index());
-                        started.fetch_add(1, Ordering::AcqRel);
+                        // Relaxed: an arrival for `rendezvous`; the set is behind its mutex.
+                        started.fetch_add(1, Ordering::Relaxed);
                         rendezvous(&started, threads, "from inside the pool");
                     });
                     tx.send(workers.into_inner().unwrap()).unwrap();
@@ -222,7 +224,8 @@ impl BusyWorkers {
         for index in 0..pool.num_threads() {
             let (flag, count) = (release.clone(), started.clone());
             pool.spawn_on(index, move || {
-                count.fetch_add(1, Ordering::AcqRel);
+                // Relaxed: an arrival count, read by `hold` only to wait for it.
+                count.fetch_add(1, Ordering::Relaxed);
                 // Acquire: pairs with the guard's Release store (nothing else is published).
                 while !flag.load(Ordering::Acquire) {
                     std::thread::yield_now();
@@ -238,6 +241,7 @@ impl BusyWorkers {
 
 impl Drop for BusyWorkers {
     fn drop(&mut self) {
+        // Release: pairs with the held workers' Acquire load.
         self.0.store(true, Ordering::Release);
     }
 }
@@ -309,7 +313,8 @@ fn first_joined(nested_setting: parbench_scheduler::NestedCalls, nested: bool) -
                 rendezvous(&started, 1, "another iteration started");
             } else {
                 first.lock().unwrap().get_or_insert(i);
-                started.fetch_add(1, Ordering::AcqRel);
+                // Relaxed: an arrival for `rendezvous`; `first` is behind its mutex.
+                started.fetch_add(1, Ordering::Relaxed);
             }
         });
     };
