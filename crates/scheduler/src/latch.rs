@@ -404,6 +404,7 @@ mod loom_tests {
         loop {
             // SAFETY: deliberately wrong (see above); loom reports the bad access.
             let n = unsafe { &*node };
+            // AcqRel: as in `complete`; only the order of the accesses is wrong here.
             let previous = n.pending.fetch_sub(1, Ordering::AcqRel);
             let links = n.links.read(|links| *links);
             if previous != 1 {
@@ -525,6 +526,7 @@ mod loom_tests {
             let (thief_work, thief_taken) = (work.clone(), taken.clone());
             let handle = thread::spawn(move || {
                 let node = node;
+                // AcqRel: models the deque's steal, which synchronizes with the push and the pop.
                 if !thief_taken.swap(true, Ordering::AcqRel) {
                     thief_work.write(1, 2);
                     // SAFETY: the stolen offer holds one count of the root.
@@ -532,6 +534,7 @@ mod loom_tests {
                 }
             });
             work.write(0, 1);
+            // AcqRel: models the deque's pop, as the thief's swap models its steal.
             let stolen = taken.swap(true, Ordering::AcqRel);
             // SAFETY: the caller holds its own count, and the offer's if it took it back.
             if !unsafe { release(&root, if stolen { 1 } else { 2 }) } {
@@ -576,6 +579,7 @@ mod loom_tests {
             return;
         }
         let waiter = latch.waiter.read(|waiter| waiter.clone());
+        // Release: as in `Latch::set` (publishes the call's work to the waiter).
         latch.state.store(SET, Ordering::Release);
         if let Some(waiter) = waiter {
             waiter.unpark();

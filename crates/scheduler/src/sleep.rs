@@ -191,8 +191,11 @@ impl Sleep {
 
     /// Wakes every worker (pool shutdown).
     pub(crate) fn wake_all(&self) {
+        // SeqCst fence: orders what the caller published (`terminate`, or the last detached
+        // task's decrement) before the stores below, as the fence in `wake` orders a push.
         fence(Ordering::SeqCst);
         for worker in &self.workers {
+            // SeqCst: part of the store-buffer pattern with `sleep`, like `wake_if_asleep`.
             worker.asleep.store(false, Ordering::SeqCst);
             if let Some(thread) = worker.thread.get() {
                 thread.unpark();

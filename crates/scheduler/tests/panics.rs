@@ -39,7 +39,7 @@ struct SetOnDrop<'a>(&'a AtomicBool);
 
 impl Drop for SetOnDrop<'_> {
     fn drop(&mut self) {
-        // SeqCst (here and in the test's counts): one total order over the mark and the
+        // SeqCst (here and in the test's counts and check): one total order over the mark and the
         // iterations' checks, so an iteration that reads the mark as set started after it.
         self.0.store(true, Ordering::SeqCst);
     }
@@ -56,6 +56,7 @@ fn no_iteration_starts_after_the_panic_is_observed() {
         let n = 300;
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
             pool.parallel_for_with(&strategy, 0..n, |i| {
+                // SeqCst: one total order with the mark (see `SetOnDrop`).
                 started.fetch_add(1, Ordering::SeqCst);
                 if panicked.load(Ordering::SeqCst) {
                     started_after.fetch_add(1, Ordering::SeqCst);
