@@ -15,9 +15,10 @@ step "dependencies"
 scripts/deps.sh
 
 step "disk space"
-# A run from a fresh clone leaves about 5.9 GiB in target/ (debug 2.5, ThreadSanitizer 1.7, release
-# 0.7, aarch64 0.8, loom 0.15); a full disk fails late, in whichever build comes next, with
-# compiler errors that do not say why. Checked here instead, counting what target/ already holds.
+# A run from a fresh clone leaves about 4.8 GiB in target/ (28 Nov: debug 2.8, ThreadSanitizer 1.1,
+# release 0.4, aarch64 0.35, loom 0.15; 5.9 GiB on 25 Nov), and more is in use while it builds.
+# A full disk fails late, in whichever build comes next, with compiler errors that do not say why.
+# Checked here instead, counting what target/ already holds.
 need_gib=7
 mkdir -p target
 avail_kib=$(df -Pk target | awk 'NR == 2 { print $4 }')
