@@ -46,6 +46,15 @@
 //! threads are free to take them. Iterations that must meet should run on threads of their own
 //! (`std::thread::scope`) or wait with a time limit, as the `round` kernel's barrier does.
 //!
+//! # Panics
+//!
+//! A panic in a loop body, a task or a closure of `join` stops the call it belongs to (no new
+//! iterations start) and is re-raised in the caller once every task of that call has stopped;
+//! the pool stays usable. A panic in the scheduler's own code while a call's work is out — a bug
+//! of this crate — aborts the process instead, with a line saying so after the panic hook's
+//! message: unwinding would free memory that other threads still use (rayon-core aborts in the
+//! same places).
+//!
 //! # Example
 //!
 //! ```
@@ -114,6 +123,7 @@ mod snapshot;
 mod strategy;
 mod timer;
 mod tune;
+mod unwind;
 
 use std::ops::Range;
 

@@ -55,6 +55,42 @@ fn chunks_cover_the_range_exactly_once() {
     }
 }
 
+/// Grains, chunks and thresholds at the top of their range: none of the strategies' arithmetic
+/// on them may overflow (with overflow checks, as in this debug build, the panic came from the
+/// scheduler's own code while the call's shares were out, and the caller unwound out of a frame
+/// the worker still used: it crashed or ran indices twice in the next call).
+#[test]
+fn extreme_grains_and_chunks_run_each_index_once() {
+    let strategies = [
+        Strategy::tree_fixed_grain(usize::MAX),
+        Strategy::tree_fixed_grain(usize::MAX / 2 + 1),
+        Strategy::Tree(parbench_scheduler::TreeConfig {
+            small_per_thread: usize::MAX,
+            ..Default::default()
+        }),
+        Strategy::Dynamic { chunk: usize::MAX },
+        Strategy::Guided {
+            min_chunk: usize::MAX,
+        },
+        Strategy::Simple { grain: usize::MAX },
+    ];
+    for threads in [2, 3] {
+        let pool = pool(threads);
+        for strategy in &strategies {
+            for range in [0..100_000, usize::MAX - 1000..usize::MAX] {
+                // Twice: a call left corrupted by the one before shows in the second.
+                for call in 0..2 {
+                    let hits = Hits::new(&range);
+                    pool.parallel_for_with(strategy, range.clone(), |i| hits.hit(i));
+                    hits.check(&format!(
+                        "{threads} threads, {strategy:?}, {range:?}, call {call}"
+                    ));
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn repeated_calls_each_run_once() {
     let pool = pool(2);

@@ -72,6 +72,7 @@ use crate::job::HeapJob;
 use crate::latch::CountNode;
 use crate::registry::{WorkerCtx, with_current_ctx};
 use crate::timer;
+use crate::unwind::abort_on_unwind;
 
 /// One hand-off of the tree distribution: `from` gives the slot range `slots` to `slots.start`.
 ///
@@ -215,16 +216,20 @@ fn distribute<'a>(
         // `call` lives until the root latch is set.
         let job = unsafe {
             HeapJob::into_job_ref(move || {
-                with_current_ctx(|ctx| {
-                    let held = distribute(
-                        ctx, call, parent, false, part, part_level, &range, config, None,
-                    );
-                    if let Some(began) = began {
-                        ctx.registry
-                            .timespan
-                            .record(timer::now().wrapping_sub(began));
-                    }
-                    run_piece(ctx, call, held, share, config);
+                // `HeapJob` would swallow a panic of the scheduler's own and leave the share's
+                // count held (see `crate::unwind`).
+                abort_on_unwind("a tree share ran", || {
+                    with_current_ctx(|ctx| {
+                        let held = distribute(
+                            ctx, call, parent, false, part, part_level, &range, config, None,
+                        );
+                        if let Some(began) = began {
+                            ctx.registry
+                                .timespan
+                                .record(timer::now().wrapping_sub(began));
+                        }
+                        run_piece(ctx, call, held, share, config);
+                    })
                 })
             })
         };
@@ -291,6 +296,10 @@ fn run_piece<'a>(
         Grain::Fixed(grain) => grain,
     }
     .max(1);
+    #[cfg(test)]
+    if grain == tests::INJECTED_BUG_GRAIN {
+        panic!("an injected bug of the scheduler");
+    }
     let tail_step = (grain / TAIL_STEPS_PER_GRAIN).max(1);
     // The node counting this piece's balancing tasks, made with the first one; it takes over
     // `held`'s count.
@@ -329,7 +338,7 @@ fn run_piece<'a>(
         let make_offer = last_work
             && offers < call.slots - 1
             && !call.stopped()
-            && (left >= 2 * grain || (left >= 2 && call.someone_is_out_of_work()));
+            && (left / 2 >= grain || (left >= 2 && call.someone_is_out_of_work()));
         if make_offer {
             offers += 1;
             let shared = Arc::clone(&shared);
@@ -346,7 +355,7 @@ fn run_piece<'a>(
         // top. The second case needs its own test: with more than two threads, the thief's offer
         // is gone but the next one this thread made stays on its deque while no other thread is
         // idle, so the deque is not empty again.
-        let step = if (last_work || shared.taken_from_top()) && left < 2 * grain {
+        let step = if (last_work || shared.taken_from_top()) && left / 2 < grain {
             tail_step
         } else {
             grain
@@ -405,7 +414,14 @@ fn offer<'a>(
     node.add(1);
     // SAFETY: the job owns the count just added and `work` releases it; `call` lives until the
     // root latch is set, which needs that count.
-    let job = unsafe { HeapJob::into_job_ref(move || with_current_ctx(|ctx| work(ctx, node))) };
+    let job = unsafe {
+        HeapJob::into_job_ref(move || {
+            // `HeapJob` would swallow a panic of the scheduler's own and leave the count held.
+            abort_on_unwind("a balancing task ran", || {
+                with_current_ctx(|ctx| work(ctx, node))
+            })
+        })
+    };
     ctx.push_local(job);
     // A participant that finished its share early may have parked already (its spin window can
     // be shorter than this thread's timespan plus one slow iteration).
@@ -457,6 +473,41 @@ fn run_for_timespan(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::unwind::tests::{aborted, is_child, run_child};
+
+    /// A fixed grain with which `run_piece` panics as a bug of the scheduler would, once a
+    /// thread has run its timespan: while the call's other shares are out.
+    pub(super) const INJECTED_BUG_GRAIN: usize = 7_777_777;
+
+    #[test]
+    fn a_bug_of_the_scheduler_inside_a_call_aborts_instead_of_unwinding() {
+        if is_child() {
+            let pool = crate::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .build()
+                .expect("a pool of two threads");
+            let strategy = crate::Strategy::tree_fixed_grain(INJECTED_BUG_GRAIN);
+            // Long enough that every thread's timespan ends before its share does.
+            let sum = std::sync::atomic::AtomicUsize::new(0);
+            for _ in 0..100 {
+                pool.parallel_for_with(&strategy, 0..4_000_000, |i| {
+                    sum.fetch_add(i & 1, std::sync::atomic::Ordering::Relaxed);
+                });
+            }
+            // Reached only if no share ran past its timespan: the child then exits 0, which
+            // the parent rejects.
+            return;
+        }
+        let (status, stderr) = run_child(
+            "strategy::tree::tests::a_bug_of_the_scheduler_inside_a_call_aborts_instead_of_unwinding",
+        );
+        assert!(aborted(&status), "status {status:?}, stderr:\n{stderr}");
+        assert!(
+            stderr.contains("an injected bug of the scheduler")
+                && stderr.contains("a panic inside the scheduler while"),
+            "stderr:\n{stderr}"
+        );
+    }
 
     fn ceil_log(p: usize, k: usize) -> usize {
         let mut depth = 0;
