@@ -87,8 +87,18 @@
 //! [`ThreadPool::for_each_indexed_mut`], [`ThreadPool::par_chunks_mut`],
 //! [`ThreadPool::map_collect`] and [`ThreadPool::sort_unstable_by`] (with `_by_key` and plain
 //! variants), each also with an explicit strategy (`…_with`) and as a free function.
-//! [`ThreadPool::install`], [`ThreadPool::broadcast`], [`current_num_threads`] and the builder's
-//! start, exit and panic handlers complete rayon's pool API.
+//! [`ThreadPool::install`], [`ThreadPool::broadcast`], [`ThreadPool::spawn`], [`scope`],
+//! [`join()`], [`current_num_threads`], [`current_thread_index`] and the builder's start, exit and
+//! panic handlers cover the parts of rayon's pool API most programs use. Not provided:
+//! `spawn_fifo`, `scope_fifo`, `in_place_scope`, `spawn_broadcast`, `yield_now`, `yield_local`,
+//! `current_thread_has_pending_tasks`, and the builder's `breadth_first`, `use_current_thread`,
+//! `spawn_handler` and `build_scoped`.
+//!
+//! One difference shows in code ported from rayon: a thread outside the pool that calls into it
+//! (a parallel call, or `install`) runs its part itself instead of waiting for a worker, so
+//! [`current_thread_index`] is `None` there — for the iterations it runs too. Per-thread state
+//! indexed by `current_thread_index().unwrap()` needs a place for outside callers as well (or a
+//! `thread_local!`).
 //!
 //! ```
 //! let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build()?;
@@ -357,10 +367,21 @@ pub fn spawn_on<F: FnOnce() + Send + 'static>(index: usize, task: F) -> Result<(
     pool::spawn_on_in(current_registry(), index, task)
 }
 
-/// The index of the calling thread in the pool it works for, or `None` outside any pool.
+/// The index of the calling thread in the pool it works for (`0..num_threads`), or `None` if it
+/// is not a worker of a pool.
+///
+/// Unlike rayon's, this is `None` inside [`ThreadPool::install`] called from outside the pool,
+/// and in the iterations an outside caller runs of its own parallel call: the calling thread
+/// runs them itself, standing in for worker 0, instead of waiting for a worker (see the crate
+/// docs). Two threads that run at the same time never see the same `Some(i)`.
 ///
 /// ```
 /// assert_eq!(parbench_scheduler::current_thread_index(), None);
+/// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+/// // From outside, `install` runs its closure on the calling thread.
+/// assert_eq!(pool.install(parbench_scheduler::current_thread_index), None);
+/// // A worker has its index.
+/// assert_eq!(pool.broadcast(|_| parbench_scheduler::current_thread_index()), [Some(0), Some(1)]);
 /// ```
 pub fn current_thread_index() -> Option<usize> {
     registry::Registry::current().and_then(|registry| registry.current_thread_index())

@@ -81,7 +81,9 @@ impl ThreadPool {
         self.registry.num_threads()
     }
 
-    /// The index of the calling thread in this pool, or `None` if it is not one of its workers.
+    /// The index of the calling thread in this pool, or `None` if it is not one of its workers —
+    /// also while an outside thread runs `install`'s closure or its part of a parallel call (see
+    /// [`crate::current_thread_index`]).
     ///
     /// ```
     /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
