@@ -310,7 +310,9 @@ where
     scan::scan_inclusive(current_registry(), strategy, data, op);
 }
 
-/// [`ThreadPool::join`] on the current pool.
+/// [`ThreadPool::join`] on the current pool. Both closures always run, each exactly once; a
+/// panic of either propagates once both have finished, `a`'s if both panic (see
+/// [`ThreadPool::join`]).
 ///
 /// ```
 /// let (a, b) = parbench_scheduler::join(|| 1 + 1, || "two");

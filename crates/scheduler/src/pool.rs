@@ -366,6 +366,24 @@ impl ThreadPool {
     /// }
     /// assert_eq!(fib(&pool, 15), 610);
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// Whatever happens, both closures run, each exactly once, as in rayon. If one of them
+    /// panics, `join` panics with that closure's panic value once the other one has finished
+    /// (`b` still runs after a panic of `a`, here or on the thread that stole it). If both
+    /// panic, `join` panics with the value from `a`.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    /// let b_ran = AtomicBool::new(false);
+    /// let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    ///     pool.join(|| panic!("a"), || b_ran.store(true, Ordering::Relaxed))
+    /// }));
+    /// assert_eq!(result.unwrap_err().downcast_ref::<&str>(), Some(&"a"));
+    /// assert!(b_ran.into_inner());
+    /// ```
     pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
     where
         A: FnOnce() -> RA + Send,
