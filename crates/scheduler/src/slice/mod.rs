@@ -129,7 +129,10 @@ fn par_chunks_mut_impl<T, F>(
     let shared = SharedSlice::new(data);
     let run = |indices: Range<usize>| {
         let first = indices.start;
-        let elements = first * chunk_len..(indices.end * chunk_len).min(len);
+        // Saturating: with zero-sized elements `len` can be `usize::MAX`, and then the end of
+        // the last chunk index times `chunk_len` can pass it; the product is capped at `len`.
+        let element = |chunk: usize| chunk.saturating_mul(chunk_len).min(len);
+        let elements = element(first)..element(indices.end);
         // SAFETY: the strategy hands every chunk index to exactly one call, and chunk index
         // ranges map to disjoint element ranges.
         let part = unsafe { shared.range_mut(elements) };
@@ -522,4 +525,49 @@ where
 /// ```
 pub fn sort_unstable<T: Ord + Send + Sync>(data: &mut [T]) {
     sort_unstable_by_with(&Strategy::default(), data, T::cmp);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::{ThreadPoolBuilder, Timespan};
+
+    /// Chunks longer than half of `usize::MAX` (possible with zero-sized elements): the element
+    /// range of the second chunk index would end at twice the chunk length, past `usize::MAX`.
+    #[test]
+    fn par_chunks_mut_hands_out_chunks_longer_than_half_the_address_space() {
+        let pool = ThreadPoolBuilder::new()
+            .num_threads(2)
+            .timespan(Timespan::Fixed(Duration::from_micros(5)))
+            .build()
+            .unwrap();
+        let mut data = [(); usize::MAX];
+        let strategies = [
+            Strategy::default(),
+            Strategy::tree_no_timespan(),
+            Strategy::Static,
+            Strategy::Dynamic { chunk: 1 },
+            Strategy::Guided { min_chunk: 1 },
+            Strategy::Simple { grain: 1 },
+        ];
+        for chunk_len in [usize::MAX / 2 + 1, usize::MAX - 1, usize::MAX] {
+            let expected: Vec<(usize, usize)> = data
+                .chunks_mut(chunk_len)
+                .map(|chunk| chunk.len())
+                .enumerate()
+                .collect();
+            for strategy in &strategies {
+                let seen = Mutex::new(Vec::new());
+                pool.par_chunks_mut_with(strategy, &mut data, chunk_len, |k, chunk| {
+                    seen.lock().unwrap().push((k, chunk.len()));
+                });
+                let mut seen = seen.into_inner().unwrap();
+                seen.sort_unstable();
+                assert_eq!(seen, expected, "chunk_len {chunk_len}, {strategy:?}");
+            }
+        }
+    }
 }
