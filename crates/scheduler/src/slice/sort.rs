@@ -129,6 +129,12 @@ pub(crate) fn sort_unstable_by<T, F>(
     T: Send + Sync,
     F: Fn(&T, &T) -> Ordering + Sync,
 {
+    if std::mem::size_of::<T>() == 0 {
+        // Zero-sized elements are indistinguishable, so every order is sorted; std's sort
+        // returns at once too, without a comparison. The parallel path would partition them
+        // all, and a slice of them can be `usize::MAX` long.
+        return;
+    }
     let sorter = Sorter {
         registry,
         strategy,
@@ -270,11 +276,8 @@ impl<F> Sorter<'_, F> {
     {
         let len = data.len();
         let run = (len / 256 / PIVOT_RUNS).clamp(1, PIVOT_RUN_MAX);
-        let mut indices: Vec<usize> = (0..PIVOT_RUNS)
-            .flat_map(|k| {
-                let start = k * (len - run) / (PIVOT_RUNS - 1);
-                start..start + run
-            })
+        let mut indices: Vec<usize> = sample_starts(len, run)
+            .flat_map(|start| start..start + run)
             .collect();
         let middle = indices.len() / 2;
         let (_, median, _) =
@@ -313,6 +316,17 @@ impl<F> Sorter<'_, F> {
             );
         })
     }
+}
+
+/// Where the [`PIVOT_RUNS`] runs of `run` elements of the pivot sample start in a slice of `len`
+/// (at least `run`) elements: run `k` at `k · (len − run) / (PIVOT_RUNS − 1)`, the first at 0
+/// and the last ending the slice. Computed from the quotient and remainder of `len − run` so
+/// that the product cannot overflow, however long the slice.
+fn sample_starts(len: usize, run: usize) -> impl Iterator<Item = usize> {
+    let steps = PIVOT_RUNS - 1;
+    let span = len - run;
+    let (quotient, remainder) = (span / steps, span % steps);
+    (0..PIVOT_RUNS).map(move |k| k * quotient + k * remainder / steps)
 }
 
 /// A part of a slice, as raw parts, to hand to another thread.
@@ -794,6 +808,61 @@ mod tests {
                     "{name}, {lanes} lanes: not a permutation"
                 );
             }
+        }
+    }
+
+    /// As std's sort does, a sort of zero-sized elements (all equal) changes nothing and calls no
+    /// comparison; a parallel one used to partition all of them, up to `usize::MAX`.
+    #[test]
+    fn a_slice_of_zero_sized_elements_is_sorted_without_a_comparison() {
+        let pool = crate::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let mut data = [(); usize::MAX];
+        for len in [SEQUENTIAL_BELOW, 1 << 20, usize::MAX] {
+            let calls = AtomicUsize::new(0);
+            pool.sort_unstable_by(&mut data[..len], |a, b| {
+                calls.fetch_add(1, AtomicOrdering::Relaxed);
+                a.cmp(b)
+            });
+            // Relaxed: read after the sort returned, which waited for its lanes.
+            assert_eq!(calls.into_inner(), 0, "{len} elements");
+        }
+    }
+
+    /// The pivot sample's runs are evenly spaced over the slice without overflowing, however
+    /// long it is (its offsets are `k · (len − run) / 127` for the 128 runs `k`).
+    #[test]
+    fn the_pivot_sample_spans_a_slice_of_usize_max_elements() {
+        let pool = crate::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let strategy = Strategy::default();
+        let compare = |a: &(), b: &()| a.cmp(b);
+        let sorter = Sorter {
+            registry: pool.registry(),
+            strategy: &strategy,
+            compare: &compare,
+        };
+        let data = [(); usize::MAX];
+        assert!(sorter.choose_pivot(&data) < usize::MAX);
+        // The offsets themselves, against the product computed in 128 bits.
+        for len in [
+            SEQUENTIAL_BELOW,
+            10_000_007,
+            usize::MAX / 127 + 1,
+            usize::MAX,
+        ] {
+            let run = (len / 256 / PIVOT_RUNS).clamp(1, PIVOT_RUN_MAX);
+            let span = (len - run) as u128;
+            let expected: Vec<usize> = (0..PIVOT_RUNS as u128)
+                .map(|k| (k * span / (PIVOT_RUNS as u128 - 1)) as usize)
+                .collect();
+            let starts: Vec<usize> = sample_starts(len, run).collect();
+            assert_eq!(starts, expected, "{len} elements");
+            assert_eq!(starts.last(), Some(&(len - run)), "{len} elements");
         }
     }
 
