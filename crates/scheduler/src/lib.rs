@@ -156,7 +156,10 @@ pub use snapshot::{PoolSnapshot, WaitKind, WorkerSnapshot, WorkerState};
 pub use strategy::{
     Grain, Handoff, NestedCalls, Strategy, TreeConfig, TreeTimespan, tree_handoffs,
 };
-pub use tune::{DEFAULT_TUNING_ROUNDS, sched_time_probe, sched_time_probe_with, tune_timespan};
+pub use tune::{
+    DEFAULT_TUNING_ROUNDS, MAX_PROBE_PER_THREAD, sched_time_probe, sched_time_probe_with,
+    tune_timespan,
+};
 
 use global::current_registry;
 use strategy::{Body, run_loop};

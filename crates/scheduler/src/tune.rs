@@ -185,6 +185,12 @@ fn rendezvous_rounds(pool: &ThreadPool, rounds: usize, budget: Option<Duration>)
     samples
 }
 
+/// The iterations of a probe call: `per_thread` (clamped to `1..=MAX_PROBE_PER_THREAD`) per
+/// thread; saturating, since a pool of many threads on a 32-bit target could pass `usize::MAX`.
+fn probe_iterations(threads: usize, per_thread: usize) -> usize {
+    threads.saturating_mul(per_thread.clamp(1, MAX_PROBE_PER_THREAD))
+}
+
 fn percentile_99(mut samples: Vec<u64>) -> Duration {
     if samples.is_empty() {
         return Duration::ZERO;
@@ -211,9 +217,14 @@ pub fn sched_time_probe(pool: &ThreadPool, strategy: &Strategy) -> Vec<Duration>
     sched_time_probe_with(pool, strategy, 64)
 }
 
+/// The most iterations per thread [`sched_time_probe_with`] runs: about a second of ~1 µs
+/// iterations per thread, far longer than any wake-up it is meant to show (the `sched-time`
+/// kernel's `per-thread` parameter has the same bound).
+pub const MAX_PROBE_PER_THREAD: usize = 1_000_000;
+
 /// [`sched_time_probe`] with `per_thread` iterations (of ~1 µs) per thread: a longer call shows
 /// threads that join late, such as parked workers woken on a busy host, which a short one ends
-/// without (at least 1).
+/// without. `per_thread` is clamped to `1..=`[`MAX_PROBE_PER_THREAD`].
 ///
 /// ```
 /// use parbench_scheduler::{sched_time_probe_with, Strategy, ThreadPoolBuilder};
@@ -231,7 +242,8 @@ pub fn sched_time_probe_with(
     let first: Vec<AtomicU64> = (0..=threads).map(|_| AtomicU64::new(0)).collect();
     let work = timer::duration_to_ticks(Duration::from_micros(1));
     let call = timer::now();
-    pool.parallel_for_with(strategy, 0..threads * per_thread.max(1), |_| {
+    let iterations = probe_iterations(threads, per_thread);
+    pool.parallel_for_with(strategy, 0..iterations, |_| {
         let now = timer::now();
         let slot = pool.current_thread_index().unwrap_or(threads);
         let _ = first[slot].compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
@@ -342,6 +354,28 @@ mod tests {
         low[240..245].fill(ticks(8));
         low[40..45].fill(ticks(7));
         assert_eq!(calibrate_over(vec![low]), (1, 7));
+    }
+
+    #[test]
+    fn probe_iterations_are_capped_per_thread_and_never_overflow() {
+        assert_eq!(probe_iterations(2, 0), 2);
+        assert_eq!(probe_iterations(2, 64), 128);
+        assert_eq!(probe_iterations(3, usize::MAX), 3 * MAX_PROBE_PER_THREAD);
+        assert_eq!(probe_iterations(usize::MAX, 2), usize::MAX);
+    }
+
+    /// `per_thread` beyond the cap runs the capped call (about a second of ~1 µs iterations per
+    /// thread) instead of overflowing `threads · per_thread`.
+    #[test]
+    fn sched_time_probe_with_usize_max_per_thread_runs_the_capped_call() {
+        let pool = crate::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .timespan(crate::Timespan::Fixed(Duration::from_micros(5)))
+            .build()
+            .unwrap();
+        let times = sched_time_probe_with(&pool, &Strategy::Static, usize::MAX);
+        assert!(!times.is_empty() && times.len() <= 3, "{times:?}");
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
     }
 
     #[test]
