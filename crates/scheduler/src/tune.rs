@@ -155,7 +155,10 @@ fn rendezvous_rounds(pool: &ThreadPool, rounds: usize, budget: Option<Duration>)
     let threads = pool.num_threads();
     let limit = timer::duration_to_ticks(RENDEZVOUS_LIMIT);
     let began = Instant::now();
-    let mut samples = Vec::with_capacity(rounds);
+    // Reserved up to the study's run only: `rounds` is the caller's, and `usize::MAX` (to be
+    // cut short by `budget`) must not fail the allocation; a longer run grows the vector between
+    // rounds, outside the measured calls.
+    let mut samples = Vec::with_capacity(rounds.min(DEFAULT_TUNING_ROUNDS + WARMUP_ROUNDS));
     for round in 0..rounds {
         let started = AtomicUsize::new(0);
         let last_start = AtomicU64::new(0);
@@ -362,6 +365,21 @@ mod tests {
         assert_eq!(probe_iterations(2, 64), 128);
         assert_eq!(probe_iterations(3, usize::MAX), 3 * MAX_PROBE_PER_THREAD);
         assert_eq!(probe_iterations(usize::MAX, 2), usize::MAX);
+    }
+
+    /// Only a run's budget bounds it: `usize::MAX` rounds with a zero budget stop after the first
+    /// round (a warm-up round, not sampled) rather than reserving room for every round.
+    #[test]
+    fn a_run_of_usize_max_rounds_ends_by_its_budget() {
+        let pool = crate::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .timespan(crate::Timespan::Fixed(Duration::from_micros(5)))
+            .build()
+            .unwrap();
+        assert_eq!(
+            rendezvous_rounds(&pool, usize::MAX, Some(Duration::ZERO)),
+            Vec::<u64>::new()
+        );
     }
 
     /// `per_thread` beyond the cap runs the capped call (about a second of ~1 µs iterations per
