@@ -279,21 +279,33 @@ impl ThreadPoolBuilder {
     /// Calls `handler(i)` on worker `i` when it starts, before it runs any task (`build` returns
     /// after every worker's start handler has returned). A panic in it goes to the
     /// [`panic_handler`](Self::panic_handler) (else it is printed and dropped) and the worker
-    /// starts normally.
+    /// starts normally. Start handlers run once every worker has been started and pinned, so a
+    /// pool whose build fails runs no start (and no exit) handler.
+    ///
+    /// As in rayon, the handler runs as worker `i` of the new pool:
+    /// [`current_thread_index`](crate::current_thread_index) is `Some(i)`,
+    /// [`current_num_threads`](crate::current_num_threads) is this pool's size, and the other free
+    /// functions act on this pool. They never touch the global pool, so a start handler given to
+    /// [`build_global`](Self::build_global) may call them too (the pool's timespan is calibrated
+    /// only after the start handlers, so a tree loop run in one does not balance by it).
     ///
     /// ```
-    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Mutex;
     /// use std::sync::Arc;
-    /// let started = Arc::new(AtomicUsize::new(0));
-    /// let counter = Arc::clone(&started);
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let record = Arc::clone(&seen);
     /// let pool = parbench_scheduler::ThreadPoolBuilder::new()
     ///     .num_threads(2)
-    ///     .start_handler(move |_index| {
-    ///         counter.fetch_add(1, Ordering::Relaxed);
+    ///     .start_handler(move |index| {
+    ///         let me = parbench_scheduler::current_thread_index();
+    ///         let size = parbench_scheduler::current_num_threads();
+    ///         record.lock().unwrap().push((index, me, size));
     ///     })
     ///     .build()
     ///     .unwrap();
-    /// assert_eq!(started.load(Ordering::Relaxed), 2);
+    /// let mut seen = seen.lock().unwrap().clone();
+    /// seen.sort_unstable();
+    /// assert_eq!(seen, [(0, Some(0), 2), (1, Some(1), 2)]);
     /// # drop(pool);
     /// ```
     pub fn start_handler<H: Fn(usize) + Send + Sync + 'static>(mut self, handler: H) -> Self {
@@ -304,6 +316,11 @@ impl ThreadPoolBuilder {
     /// Calls `handler(i)` on worker `i` when it exits (the pool was dropped and no work is left);
     /// dropping the pool returns after every exit handler has returned. Panics are handled as in
     /// [`start_handler`](Self::start_handler).
+    ///
+    /// The handler runs as worker `i` of the pool, as a start handler does (`current_thread_index`
+    /// is `Some(i)`, the free functions act on this pool). Every worker keeps taking work until
+    /// every worker's exit handler has returned, so a parallel call, broadcast or spawn made in
+    /// an exit handler runs to completion before the workers exit.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -360,7 +377,9 @@ impl ThreadPoolBuilder {
         self.num_threads.unwrap_or_else(default_num_threads)
     }
 
-    /// Builds the pool: starts (and pins) every worker, then calibrates the timespan if asked to.
+    /// Builds the pool: starts (and pins) every worker, runs the start handlers, then calibrates
+    /// the timespan if asked to. When it fails, no worker thread is left running and no handler
+    /// has run.
     ///
     /// A request for more threads than the process can start is refused with
     /// [`BuildError::TooManyThreads`] before any thread is created (see
@@ -395,8 +414,14 @@ impl ThreadPoolBuilder {
         }
         let registry = Arc::new(registry);
         let mut name = self.thread_name;
+        // Two steps, so that a pool whose build fails runs no handler and no worker loop: each
+        // worker pins itself and reports, then waits for the go (a dropped sender means the
+        // build failed) before its start handler and its loop. The registry counts on all
+        // `num_threads` workers reaching their loops (see `Registry::worker_main`).
+        let (pinned_tx, pinned_rx) = mpsc::channel();
         let (started_tx, started_rx) = mpsc::channel();
         let mut handles = Vec::with_capacity(num_threads);
+        let mut go = Vec::with_capacity(num_threads);
         for (index, deque) in deques.into_iter().enumerate() {
             let thread_name = match name.as_mut() {
                 Some(name) => name(index),
@@ -408,33 +433,43 @@ impl ThreadPoolBuilder {
             }
             let worker_registry = Arc::clone(&registry);
             let cpu = cpus.as_ref().map(|cpus| cpus[index]);
-            let started = started_tx.clone();
+            let (pinned, started) = (pinned_tx.clone(), started_tx.clone());
+            let (go_tx, go_rx) = mpsc::channel::<()>();
             let (start, exit) = (self.start_handler.clone(), self.exit_handler.clone());
             let spawned = builder.spawn(move || {
-                let pinned = cpu.is_none_or(|cpu| {
+                let is_pinned = cpu.is_none_or(|cpu| {
                     core_affinity::set_for_current(core_affinity::CoreId { id: cpu })
                 });
-                if pinned {
-                    run_handler(&worker_registry, start.as_deref(), index);
+                let _ = pinned.send((index, cpu, is_pinned));
+                if go_rx.recv().is_err() {
+                    return;
                 }
-                let _ = started.send((index, cpu, pinned));
-                if pinned {
-                    worker_registry.worker_main(index, &deque);
-                    run_handler(&worker_registry, exit.as_deref(), index);
-                }
+                worker_registry.worker_main(
+                    index,
+                    &deque,
+                    || {
+                        run_handler(&worker_registry, start.as_deref(), index);
+                        let _ = started.send(());
+                    },
+                    || run_handler(&worker_registry, exit.as_deref(), index),
+                );
             });
             match spawned {
-                Ok(handle) => handles.push(handle),
+                Ok(handle) => {
+                    handles.push(handle);
+                    go.push(go_tx);
+                }
                 Err(source) => {
+                    drop(go);
                     ThreadPool::shut_down(&registry, handles);
                     return Err(BuildError::Spawn { index, source });
                 }
             }
         }
-        drop(started_tx);
+        drop((pinned_tx, started_tx));
         let mut failure = None;
         for _ in 0..num_threads {
-            match started_rx.recv() {
+            match pinned_rx.recv() {
                 Ok((index, Some(cpu), false)) => {
                     failure = Some(BuildError::PinFailed { index, cpu })
                 }
@@ -443,8 +478,18 @@ impl ThreadPoolBuilder {
             }
         }
         if let Some(error) = failure {
+            drop(go);
             ThreadPool::shut_down(&registry, handles);
             return Err(error);
+        }
+        for go in go {
+            // Cannot fail: the worker waits for it (it has reported its pinning).
+            let _ = go.send(());
+        }
+        for _ in 0..num_threads {
+            if started_rx.recv().is_err() {
+                break;
+            }
         }
         let pool = ThreadPool::from_parts(registry, handles);
         match self.timespan {
@@ -536,4 +581,99 @@ fn resolve_pinning(
     Ok(Some(
         (0..num_threads).map(|i| cpus[i % cpus.len()]).collect(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use super::{ThreadPoolBuilder, Timespan};
+
+    /// Runs `scenario` on its own thread and returns its result; fails the test if it has not
+    /// finished within 60 s (a watchdog: a regressed deadlock fails instead of hanging).
+    fn within_a_minute<R: Send + 'static>(scenario: impl FnOnce() -> R + Send + 'static) -> R {
+        let (done_tx, done_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done_tx.send(scenario());
+        });
+        match done_rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(result) => result,
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!("the scenario hung (60 s)"),
+            Err(mpsc::RecvTimeoutError::Disconnected) => panic!("the scenario panicked"),
+        }
+    }
+
+    /// What a handler saw: its argument, `current_thread_index()`, `current_num_threads()`.
+    type Seen = Arc<Mutex<Vec<(usize, Option<usize>, usize)>>>;
+
+    fn record(seen: &Seen) -> impl Fn(usize) + Send + Sync + 'static {
+        let seen = Arc::clone(seen);
+        move |index| {
+            let me = crate::current_thread_index();
+            let size = crate::current_num_threads();
+            seen.lock().unwrap().push((index, me, size));
+        }
+    }
+
+    fn sorted(seen: &Seen) -> Vec<(usize, Option<usize>, usize)> {
+        let mut seen = seen.lock().unwrap().clone();
+        seen.sort_unstable();
+        seen
+    }
+
+    #[test]
+    fn handlers_run_as_workers_of_their_own_pool() {
+        // Three threads: not the size of the global pool on this project's 2-CPU machines, so a
+        // handler that asked the global pool would be caught by the count too.
+        let (started, exited): (Seen, Seen) = Default::default();
+        let pool = ThreadPoolBuilder::new()
+            .num_threads(3)
+            .timespan(Timespan::Fixed(Duration::from_micros(5)))
+            .start_handler(record(&started))
+            .exit_handler(record(&exited))
+            .build()
+            .unwrap();
+        let expected = [(0, Some(0), 3), (1, Some(1), 3), (2, Some(2), 3)];
+        assert_eq!(sorted(&started), expected);
+        drop(pool);
+        assert_eq!(sorted(&exited), expected);
+    }
+
+    #[test]
+    fn handlers_can_broadcast_and_loop_on_their_own_pool() {
+        // What a handler got from a broadcast and a reduction on the current pool.
+        type Results = Arc<Mutex<Vec<(usize, Vec<usize>, usize)>>>;
+        fn on_pool(results: &Results) -> impl Fn(usize) + Send + Sync + 'static {
+            let results = Arc::clone(results);
+            move |index| {
+                let indices = crate::broadcast(|ctx| ctx.index());
+                let sum = crate::parallel_reduce(0..1000, || 0, |i| i, |a, b| a + b);
+                results.lock().unwrap().push((index, indices, sum));
+            }
+        }
+        // An exit handler's broadcast needs every worker of the dropped pool: none may have left
+        // before it returns (else this hangs, and the watchdog fails the test).
+        let (at_start, at_exit) = within_a_minute(|| {
+            let (at_start, at_exit): (Results, Results) = Default::default();
+            let pool = ThreadPoolBuilder::new()
+                .num_threads(3)
+                .timespan(Timespan::Fixed(Duration::from_micros(5)))
+                .start_handler(on_pool(&at_start))
+                .exit_handler(on_pool(&at_exit))
+                .build()
+                .unwrap();
+            drop(pool);
+            let take = |results: Results| {
+                let mut results = results.lock().unwrap().clone();
+                results.sort_unstable();
+                results
+            };
+            (take(at_start), take(at_exit))
+        });
+        let expected: Vec<_> = (0..3).map(|i| (i, vec![0, 1, 2], 499_500)).collect();
+        assert_eq!(at_start, expected);
+        assert_eq!(at_exit, expected);
+    }
 }

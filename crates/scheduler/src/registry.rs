@@ -93,6 +93,10 @@ pub(crate) struct Registry {
     /// exit only once this is zero, so every such task runs, including tasks spawned by tasks
     /// while the pool shuts down.
     detached: CachePadded<AtomicUsize>,
+    /// Workers not yet past their exit hook: the workers of a dropped pool keep taking work
+    /// until this is zero, so what an exit handler starts on the pool (a loop, a broadcast, a
+    /// spawn) finds every worker still there (see `worker_main`).
+    workers_in_exit: AtomicUsize,
     spin_ticks: u64,
     /// The tree strategy's timespan (and its online lowering, `retune.rs`).
     pub(crate) timespan: PoolTimespan,
@@ -127,6 +131,8 @@ impl Registry {
             sleep: Sleep::new(num_threads),
             terminate: AtomicBool::new(false),
             detached: CachePadded::new(AtomicUsize::new(0)),
+            // The builder starts every worker's loop or none (see `ThreadPoolBuilder::build`).
+            workers_in_exit: AtomicUsize::new(num_threads),
             spin_ticks: timer::duration_to_ticks(spin_before_park),
             timespan: PoolTimespan::new(),
         };
@@ -356,14 +362,49 @@ impl Registry {
         self.terminate.load(Ordering::SeqCst) && self.detached.load(Ordering::SeqCst) == 0
     }
 
-    /// The loop of worker thread `index`; returns after the pool was dropped and no work is left.
-    pub(crate) fn worker_main(&self, index: usize, deque: &Worker<JobRef>) {
+    /// The life of worker thread `index`: `on_start`, the worker loop, `on_exit`; returns after
+    /// the pool was dropped, every worker's `on_exit` has returned and no work is left. Every
+    /// worker of the pool must run this (the exit waits for all of them).
+    ///
+    /// Both hooks run as worker `index` of this pool, like a task: `current_thread_index()` is
+    /// `Some(index)`, the free functions act on this pool (never on the global pool, which may
+    /// be the very pool being built), and the worker counts as busy. What a hook starts on the
+    /// pool is served: every worker is in this function, and after the pool was dropped every
+    /// worker keeps taking work until every worker's exit hook has returned (a broadcast made in
+    /// an exit hook needs them all).
+    pub(crate) fn worker_main(
+        &self,
+        index: usize,
+        deque: &Worker<JobRef>,
+        on_start: impl FnOnce(),
+        on_exit: impl FnOnce(),
+    ) {
+        // Before anything can park this thread: a wake-up needs its handle.
         self.sleep.register_current(index);
         let ctx = WorkerCtx::new(self, Slot::Worker(index), deque);
         let _scope = ContextScope::enter(&ctx);
+        {
+            let _busy = BusyMark::set(self, index, true);
+            on_start();
+        }
         ctx.wait_until(None, &|| self.may_exit());
+        {
+            let _busy = BusyMark::set(self, index, true);
+            on_exit();
+        }
+        // SeqCst: the store-buffer pattern of `sleep.rs` with a worker that announced its sleep
+        // and then re-checks the count (as with `terminate`), so the last worker's wake-up below
+        // is not lost.
+        if self.workers_in_exit.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.sleep.wake_all();
+        }
+        // SeqCst: pairs with the decrement above.
+        ctx.wait_until(None, &|| {
+            self.may_exit() && self.workers_in_exit.load(Ordering::SeqCst) == 0
+        });
         // Nothing is queued any more (every queued job belongs to a detached task or to a call
-        // made inside one); this only guards against a job this reasoning missed.
+        // made inside one or inside an exit hook); this only guards against a job this reasoning
+        // missed.
         while let Some(job) = ctx.find_work() {
             // SAFETY: every job in the queues is executed exactly once, by whoever takes it.
             unsafe { job.execute() };
