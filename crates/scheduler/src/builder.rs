@@ -209,8 +209,14 @@ impl ThreadPoolBuilder {
 
     /// Names worker `i` with `name(i)` (default `parbench-worker-{i}`).
     ///
+    /// `build` calls `name` for every worker before it starts any thread: a name containing a NUL
+    /// byte (which no thread name can hold) makes it fail with
+    /// [`BuildError::InvalidThreadName`], and a panic in `name` propagates out of `build` with no
+    /// thread started.
+    ///
     /// ```
-    /// let pool = parbench_scheduler::ThreadPoolBuilder::new()
+    /// use parbench_scheduler::{BuildError, ThreadPoolBuilder};
+    /// let pool = ThreadPoolBuilder::new()
     ///     .num_threads(1)
     ///     .thread_name(|i| format!("solver-{i}"))
     ///     .build()
@@ -218,6 +224,9 @@ impl ThreadPoolBuilder {
     /// let (tx, rx) = std::sync::mpsc::channel();
     /// pool.spawn_on(0, move || tx.send(std::thread::current().name().map(String::from)).unwrap()).unwrap();
     /// assert_eq!(rx.recv().unwrap().as_deref(), Some("solver-0"));
+    ///
+    /// let bad = ThreadPoolBuilder::new().num_threads(2).thread_name(|i| format!("w\0{i}")).build();
+    /// assert!(matches!(bad, Err(BuildError::InvalidThreadName { index: 0, .. })));
     /// ```
     pub fn thread_name<F: FnMut(usize) -> String + 'static>(mut self, name: F) -> Self {
         self.thread_name = Some(Box::new(name));
@@ -384,7 +393,14 @@ impl ThreadPoolBuilder {
     /// A request for more threads than the process can start is refused with
     /// [`BuildError::TooManyThreads`] before any thread is created (see
     /// [`thread_capacity`](crate::thread_capacity)): the standard library aborts the whole process
-    /// when a thread it created cannot set up its signal stack.
+    /// when a thread it created cannot set up its signal stack. So are 0 threads, a CPU that does
+    /// not exist and a thread name containing a NUL byte (see [`BuildError`]).
+    ///
+    /// # Panics
+    ///
+    /// Only if the [`thread_name`](Self::thread_name) closure panics: the panic propagates, and
+    /// since every name is computed before the first thread starts, no thread is left behind.
+    /// Panics of start handlers do not propagate (see [`start_handler`](Self::start_handler)).
     ///
     /// ```
     /// use parbench_scheduler::ThreadPoolBuilder;
@@ -408,12 +424,12 @@ impl ThreadPoolBuilder {
             }
         }
         let cpus = resolve_pinning(&self.pinning, num_threads)?;
+        let names = thread_names(self.thread_name, num_threads)?;
         let (registry, deques) = Registry::new(num_threads, self.spin_before_park);
         if let Some(handler) = self.panic_handler {
             registry.set_panic_handler(handler);
         }
         let registry = Arc::new(registry);
-        let mut name = self.thread_name;
         // Two steps, so that a pool whose build fails runs no handler and no worker loop: each
         // worker pins itself and reports, then waits for the go (a dropped sender means the
         // build failed) before its start handler and its loop. The registry counts on all
@@ -422,11 +438,7 @@ impl ThreadPoolBuilder {
         let (started_tx, started_rx) = mpsc::channel();
         let mut handles = Vec::with_capacity(num_threads);
         let mut go = Vec::with_capacity(num_threads);
-        for (index, deque) in deques.into_iter().enumerate() {
-            let thread_name = match name.as_mut() {
-                Some(name) => name(index),
-                None => format!("parbench-worker-{index}"),
-            };
+        for ((index, deque), thread_name) in deques.into_iter().enumerate().zip(names) {
             let mut builder = thread::Builder::new().name(thread_name);
             if let Some(bytes) = self.stack_size {
                 builder = builder.stack_size(bytes);
@@ -524,6 +536,30 @@ impl ThreadPoolBuilder {
     }
 }
 
+/// Every worker's name, computed before any thread is started: a `thread_name` closure that panics
+/// then unwinds out of `build` with no worker to stop, and a name no thread can have is a
+/// [`BuildError::InvalidThreadName`] instead of a panic in `std::thread::Builder::spawn`.
+fn thread_names(
+    mut name: Option<ThreadName>,
+    num_threads: usize,
+) -> Result<Vec<String>, BuildError> {
+    (0..num_threads)
+        .map(|index| {
+            let thread_name = match name.as_mut() {
+                Some(name) => name(index),
+                None => format!("parbench-worker-{index}"),
+            };
+            if thread_name.contains('\0') {
+                return Err(BuildError::InvalidThreadName {
+                    index,
+                    name: thread_name,
+                });
+            }
+            Ok(thread_name)
+        })
+        .collect()
+}
+
 /// Runs a start or exit handler on worker `index`, sending a panic to the pool's panic handler.
 fn run_handler(registry: &Registry, handler: Option<&(dyn Fn(usize) + Send + Sync)>, index: usize) {
     let Some(handler) = handler else {
@@ -589,7 +625,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
-    use super::{ThreadPoolBuilder, Timespan};
+    use super::{BuildError, ThreadPoolBuilder, Timespan};
 
     /// Runs `scenario` on its own thread and returns its result; fails the test if it has not
     /// finished within 60 s (a watchdog: a regressed deadlock fails instead of hanging).
@@ -675,5 +711,23 @@ mod tests {
         let expected: Vec<_> = (0..3).map(|i| (i, vec![0, 1, 2], 499_500)).collect();
         assert_eq!(at_start, expected);
         assert_eq!(at_exit, expected);
+    }
+
+    #[test]
+    fn a_thread_name_with_a_nul_byte_is_an_error() {
+        let built = ThreadPoolBuilder::new()
+            .num_threads(3)
+            .thread_name(|i| match i {
+                1 => "worker\0one".to_string(),
+                _ => format!("worker-{i}"),
+            })
+            .build();
+        match built {
+            Err(error @ BuildError::InvalidThreadName { index: 1, .. }) => assert_eq!(
+                error.to_string(),
+                r#"the name of worker thread 1 contains a NUL byte: "worker\0one""#
+            ),
+            other => panic!("expected InvalidThreadName for worker 1, got {other:?}"),
+        }
     }
 }

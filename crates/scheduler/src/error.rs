@@ -38,6 +38,15 @@ pub enum BuildError {
         /// Its CPU.
         cpu: usize,
     },
+    /// The [`thread_name`](crate::ThreadPoolBuilder::thread_name) closure returned a name with a
+    /// NUL byte, which a thread name cannot contain. Checked before any worker is started.
+    #[error("the name of worker thread {index} contains a NUL byte: {name:?}")]
+    InvalidThreadName {
+        /// The worker the name was for.
+        index: usize,
+        /// The name the closure returned.
+        name: String,
+    },
     /// The operating system refused to create a worker thread.
     #[error("could not spawn worker thread {index}: {source}")]
     Spawn {
