@@ -13,6 +13,14 @@ use crate::pool::ThreadPool;
 use crate::registry::Registry;
 
 /// The environment variable that sets the default number of threads (like `RAYON_NUM_THREADS`).
+///
+/// Read by [`ThreadPoolBuilder::build`] when no [`num_threads`](ThreadPoolBuilder::num_threads)
+/// was given: a positive integer is the thread count (a count that cannot be started is then an
+/// error of `build`, e.g. [`BuildError::TooManyThreads`]); anything else is ignored and the count
+/// is [`std::thread::available_parallelism`]. The default global pool (see
+/// [`global_pool`](crate::global_pool)) has no caller to report an error to, so it falls back
+/// instead: if the variable's count cannot be started it has the available parallelism, and if
+/// that cannot be started either, one thread.
 pub const NUM_THREADS_ENV: &str = "PARBENCH_NUM_THREADS";
 
 /// The default spin window: idle threads keep looking for work this long before they park.
@@ -195,7 +203,9 @@ impl ThreadPoolBuilder {
     /// The number of worker threads. Without it: the environment variable
     /// `PARBENCH_NUM_THREADS` if it holds a positive integer (other values are ignored, as rayon
     /// ignores a bad `RAYON_NUM_THREADS`), else [`std::thread::available_parallelism`].
-    /// `build` rejects 0 with [`BuildError::ZeroThreads`].
+    /// `build` rejects 0 with [`BuildError::ZeroThreads`], and a count the process cannot start
+    /// with an error too, wherever it came from (only the default global pool falls back to
+    /// fewer threads; see [`NUM_THREADS_ENV`]).
     ///
     /// ```
     /// use parbench_scheduler::{BuildError, ThreadPoolBuilder};
@@ -524,12 +534,30 @@ impl ThreadPoolBuilder {
 
     /// Builds the global pool used by the free functions of this crate.
     ///
+    /// It fails with [`BuildError::GlobalPoolAlreadyInitialized`] if the global pool exists
+    /// already (built by an earlier `build_global`, or with the defaults by the first use of a
+    /// free function or [`global_pool`](crate::global_pool)), and with the error of
+    /// [`build`](Self::build) if the pool cannot be built. A failed `build_global` leaves the
+    /// global pool unbuilt: a corrected retry can succeed, and otherwise the first use builds the
+    /// default pool. Concurrent calls are serialised; exactly one of them can succeed.
+    ///
+    /// The start handlers run before this returns, as workers of the new pool, so the free
+    /// functions called in them act on it (see [`start_handler`](Self::start_handler)). A start
+    /// handler must not call [`global_pool`](crate::global_pool), nor wait for a thread that calls
+    /// a free function outside any pool: until this build returns, those wait for it.
+    ///
     /// ```
-    /// use parbench_scheduler::ThreadPoolBuilder;
-    /// // Only the first initialization wins; later ones report an error.
-    /// let first = ThreadPoolBuilder::new().num_threads(2).build_global();
-    /// let second = ThreadPoolBuilder::new().num_threads(2).build_global();
-    /// assert!(first.is_ok() && second.is_err());
+    /// use parbench_scheduler::{BuildError, ThreadPoolBuilder};
+    /// // A failed build leaves the global pool unbuilt...
+    /// let zero = ThreadPoolBuilder::new().num_threads(0).build_global();
+    /// assert!(matches!(zero, Err(BuildError::ZeroThreads)));
+    /// // ...so the corrected one succeeds; it is the only one that does.
+    /// assert!(ThreadPoolBuilder::new().num_threads(2).build_global().is_ok());
+    /// assert!(matches!(
+    ///     ThreadPoolBuilder::new().num_threads(2).build_global(),
+    ///     Err(BuildError::GlobalPoolAlreadyInitialized)
+    /// ));
+    /// assert_eq!(parbench_scheduler::current_num_threads(), 2);
     /// ```
     pub fn build_global(self) -> Result<(), BuildError> {
         crate::global::init(self)
@@ -575,11 +603,20 @@ fn run_handler(registry: &Registry, handler: Option<&(dyn Fn(usize) + Send + Syn
 
 /// The default thread count: `PARBENCH_NUM_THREADS` if positive, else the available parallelism.
 pub(crate) fn default_num_threads() -> usize {
+    env_num_threads().unwrap_or_else(available_parallelism)
+}
+
+/// The thread count `PARBENCH_NUM_THREADS` asks for, if it holds a positive integer.
+pub(crate) fn env_num_threads() -> Option<usize> {
     std::env::var(NUM_THREADS_ENV)
         .ok()
         .and_then(|value| value.trim().parse::<usize>().ok())
         .filter(|&n| n > 0)
-        .unwrap_or_else(|| thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// [`std::thread::available_parallelism`], or 1 if it cannot be determined.
+pub(crate) fn available_parallelism() -> usize {
+    thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Maps each worker to its CPU, checking that every CPU exists.

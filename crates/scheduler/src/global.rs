@@ -1,51 +1,96 @@
 //! The lazily built global pool and the pool the free functions act on.
+//!
+//! The global pool is published only once a build of it has succeeded. Builds are serialised by
+//! a lock instead of running inside `OnceLock::get_or_init`, whose initialiser cannot fail: a
+//! failed [`ThreadPoolBuilder::build_global`] thus leaves the global pool unbuilt, and a
+//! corrected retry (or the default pool, built on first use) takes its place.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
-use crate::builder::ThreadPoolBuilder;
+use crate::builder::{self, ThreadPoolBuilder};
 use crate::error::BuildError;
 use crate::pool::ThreadPool;
 use crate::registry::Registry;
 
+/// The global pool, set once, by a build that succeeded, while `BUILDING` is held.
 static GLOBAL: OnceLock<ThreadPool> = OnceLock::new();
+/// Held while the global pool is being built: one build at a time, and none after it is set.
+static BUILDING: Mutex<()> = Mutex::new(());
 
-/// Initializes the global pool from `builder` (see [`ThreadPoolBuilder::build_global`]).
+/// Holds off other builds of the global pool while the caller checks for it and builds it.
+fn lock_building() -> MutexGuard<'static, ()> {
+    // A build that panicked (a `thread_name` closure) poisons the lock but set nothing: the state
+    // it guards is still consistent.
+    BUILDING.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Builds the global pool from `builder` (see [`ThreadPoolBuilder::build_global`]).
 pub(crate) fn init(builder: ThreadPoolBuilder) -> Result<(), BuildError> {
-    let mut result = Err(BuildError::GlobalPoolAlreadyInitialized);
-    GLOBAL.get_or_init(|| match builder.build() {
-        Ok(pool) => {
-            result = Ok(());
-            pool
-        }
-        Err(error) => {
-            result = Err(error);
-            fallback_pool()
-        }
-    });
-    result
-}
-
-/// A single-thread pool, used when the default global pool cannot be built (the OS refused the
-/// threads): the free functions then still work, sequentially.
-fn fallback_pool() -> ThreadPool {
-    match ThreadPoolBuilder::new().num_threads(1).build() {
-        Ok(pool) => pool,
-        Err(error) => panic!("parbench-scheduler: cannot start even one worker thread: {error}"),
+    let _building = lock_building();
+    if GLOBAL.get().is_some() {
+        return Err(BuildError::GlobalPoolAlreadyInitialized);
     }
+    let pool = builder.build()?;
+    // Unset until here: only set under the lock, and checked above.
+    GLOBAL.get_or_init(|| pool);
+    Ok(())
 }
 
-/// The global pool, built with the defaults on first use.
+/// The default global pool: [`NUM_THREADS_ENV`](crate::NUM_THREADS_ENV) threads if it holds a
+/// positive integer and that many can be started, else the available parallelism, else one
+/// thread; the error of the one-thread build if even that fails.
+fn default_pool() -> Result<ThreadPool, BuildError> {
+    let mut counts = Vec::with_capacity(3);
+    for count in builder::env_num_threads()
+        .into_iter()
+        .chain([builder::available_parallelism(), 1])
+    {
+        if !counts.contains(&count) {
+            counts.push(count);
+        }
+    }
+    // Overwritten: `counts` holds at least 1.
+    let mut built = Err(BuildError::ZeroThreads);
+    for count in counts {
+        built = ThreadPoolBuilder::new().num_threads(count).build();
+        if built.is_ok() {
+            break;
+        }
+    }
+    built
+}
+
+/// The global pool, built with the defaults on first use unless
+/// [`build_global`](ThreadPoolBuilder::build_global) built it before.
+///
+/// The default global pool has [`NUM_THREADS_ENV`](crate::NUM_THREADS_ENV)
+/// (`PARBENCH_NUM_THREADS`) threads if that variable holds a positive integer; if it does not,
+/// or if that many threads cannot be started (the build fails, e.g. with
+/// [`BuildError::TooManyThreads`]), it has [`std::thread::available_parallelism`] threads, and if
+/// those cannot be started either, one thread. Nothing is printed: compare
+/// [`current_num_threads`](crate::current_num_threads) with the request to detect a fallback.
+///
+/// # Panics
+///
+/// If not even a one-thread pool can be built (the operating system refuses to start a thread).
 ///
 /// ```
 /// let pool = parbench_scheduler::global_pool();
 /// assert!(pool.num_threads() >= 1);
 /// ```
 pub fn global_pool() -> &'static ThreadPool {
-    GLOBAL.get_or_init(|| {
-        ThreadPoolBuilder::new()
-            .build()
-            .unwrap_or_else(|_| fallback_pool())
-    })
+    if let Some(pool) = GLOBAL.get() {
+        return pool;
+    }
+    let _building = lock_building();
+    // Set if another thread built it while this one waited for the lock.
+    if let Some(pool) = GLOBAL.get() {
+        return pool;
+    }
+    match default_pool() {
+        Ok(pool) => GLOBAL.get_or_init(|| pool),
+        Err(error) => panic!("parbench-scheduler: cannot start even one worker thread: {error}"),
+    }
 }
 
 /// The pool the calling thread is working for, else the global pool.

@@ -77,8 +77,10 @@
 //! ```
 //!
 //! The free functions ([`parallel_for`], [`join()`], …) act on the pool the calling thread works
-//! for or is [installed](ThreadPool::install) into, or else on a lazily built global pool sized by
-//! `PARBENCH_NUM_THREADS`.
+//! for or is [installed](ThreadPool::install) into, or else on the [global pool](global_pool):
+//! the one [`ThreadPoolBuilder::build_global`] built, else one built with the defaults on first
+//! use (sized by `PARBENCH_NUM_THREADS`, falling back to fewer threads if that many cannot be
+//! started; see [`NUM_THREADS_ENV`]).
 //!
 //! # Slices, for rayon users
 //!
@@ -392,7 +394,8 @@ pub fn current_thread_index() -> Option<usize> {
     registry::Registry::current().and_then(|registry| registry.current_thread_index())
 }
 
-/// The number of threads of the current pool (the global pool outside any pool).
+/// The number of threads of the current pool (the global pool outside any pool, built on first
+/// use: see [`global_pool`] for its size). Inside a pool's start or exit handler, that pool.
 ///
 /// ```
 /// assert!(parbench_scheduler::current_num_threads() >= 1);
