@@ -200,17 +200,19 @@ impl ThreadPoolBuilder {
         }
     }
 
-    /// The number of worker threads. Without it: the environment variable
-    /// `PARBENCH_NUM_THREADS` if it holds a positive integer (other values are ignored, as rayon
-    /// ignores a bad `RAYON_NUM_THREADS`), else [`std::thread::available_parallelism`].
-    /// `build` rejects 0 with [`BuildError::ZeroThreads`], and a count the process cannot start
-    /// with an error too, wherever it came from (only the default global pool falls back to
+    /// The number of worker threads. With 0, or without this call, the count is chosen as rayon
+    /// chooses it: the environment variable `PARBENCH_NUM_THREADS` if it holds a positive integer
+    /// (surrounding whitespace allowed; other values are ignored, as rayon ignores a bad
+    /// `RAYON_NUM_THREADS`), else [`std::thread::available_parallelism`]. `build` refuses a count
+    /// the process cannot start, wherever it came from (only the default global pool falls back to
     /// fewer threads; see [`NUM_THREADS_ENV`]).
     ///
     /// ```
-    /// use parbench_scheduler::{BuildError, ThreadPoolBuilder};
+    /// use parbench_scheduler::ThreadPoolBuilder;
     /// assert_eq!(ThreadPoolBuilder::new().num_threads(3).build().unwrap().num_threads(), 3);
-    /// assert!(matches!(ThreadPoolBuilder::new().num_threads(0).build(), Err(BuildError::ZeroThreads)));
+    /// // 0 means "choose", as in rayon.
+    /// let chosen = ThreadPoolBuilder::new().num_threads(0).build().unwrap().num_threads();
+    /// assert_eq!(chosen, ThreadPoolBuilder::new().build().unwrap().num_threads());
     /// ```
     pub fn num_threads(mut self, num_threads: usize) -> Self {
         self.num_threads = Some(num_threads);
@@ -393,7 +395,10 @@ impl ThreadPoolBuilder {
 
     /// The number of threads this builder would create.
     fn resolved_num_threads(&self) -> usize {
-        self.num_threads.unwrap_or_else(default_num_threads)
+        match self.num_threads {
+            Some(0) | None => default_num_threads(),
+            Some(count) => count,
+        }
     }
 
     /// Builds the pool: starts (and pins) every worker, runs the start handlers, then calibrates
@@ -403,8 +408,8 @@ impl ThreadPoolBuilder {
     /// A request for more threads than the process can start is refused with
     /// [`BuildError::TooManyThreads`] before any thread is created (see
     /// [`thread_capacity`](crate::thread_capacity)): the standard library aborts the whole process
-    /// when a thread it created cannot set up its signal stack. So are 0 threads, a CPU that does
-    /// not exist and a thread name containing a NUL byte (see [`BuildError`]).
+    /// when a thread it created cannot set up its signal stack. So are a CPU that does not exist
+    /// and a thread name containing a NUL byte (see [`BuildError`]).
     ///
     /// # Panics
     ///
@@ -421,9 +426,6 @@ impl ThreadPoolBuilder {
     /// ```
     pub fn build(self) -> Result<ThreadPool, BuildError> {
         let num_threads = self.resolved_num_threads();
-        if num_threads == 0 {
-            return Err(BuildError::ZeroThreads);
-        }
         if let Some(capacity) = crate::capacity::thread_capacity(self.stack_size) {
             if num_threads > capacity.available() {
                 return Err(BuildError::TooManyThreads {
@@ -547,10 +549,13 @@ impl ThreadPoolBuilder {
     /// a free function outside any pool: until this build returns, those wait for it.
     ///
     /// ```
-    /// use parbench_scheduler::{BuildError, ThreadPoolBuilder};
+    /// use parbench_scheduler::{BuildError, Pinning, ThreadPoolBuilder};
     /// // A failed build leaves the global pool unbuilt...
-    /// let zero = ThreadPoolBuilder::new().num_threads(0).build_global();
-    /// assert!(matches!(zero, Err(BuildError::ZeroThreads)));
+    /// let no_cpu = ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .pin(Pinning::Cpus(Vec::new()))
+    ///     .build_global();
+    /// assert!(matches!(no_cpu, Err(BuildError::EmptyCpuList)));
     /// // ...so the corrected one succeeds; it is the only one that does.
     /// assert!(ThreadPoolBuilder::new().num_threads(2).build_global().is_ok());
     /// assert!(matches!(

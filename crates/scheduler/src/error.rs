@@ -3,17 +3,14 @@
 /// Why a pool could not be built.
 ///
 /// ```
-/// use parbench_scheduler::{BuildError, ThreadPoolBuilder};
-/// let error = ThreadPoolBuilder::new().num_threads(0).build().unwrap_err();
-/// assert!(matches!(error, BuildError::ZeroThreads));
-/// assert_eq!(error.to_string(), "a thread pool needs at least one thread, 0 were requested");
+/// use parbench_scheduler::{BuildError, Pinning, ThreadPoolBuilder};
+/// let error = ThreadPoolBuilder::new().pin(Pinning::Cpus(Vec::new())).build().unwrap_err();
+/// assert!(matches!(error, BuildError::EmptyCpuList));
+/// assert_eq!(error.to_string(), "Pinning::Cpus needs at least one CPU");
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
-    /// `num_threads(0)` was requested.
-    #[error("a thread pool needs at least one thread, 0 were requested")]
-    ZeroThreads,
     /// A CPU named in `Pinning::Cpus` does not exist (or is not available to this process).
     #[error(
         "cannot pin to CPU {cpu}: it does not exist or is not available (available: {available:?})"

@@ -40,24 +40,20 @@ pub(crate) fn init(builder: ThreadPoolBuilder) -> Result<(), BuildError> {
 /// positive integer and that many can be started, else the available parallelism, else one
 /// thread; the error of the one-thread build if even that fails.
 fn default_pool() -> Result<ThreadPool, BuildError> {
-    let mut counts = Vec::with_capacity(3);
+    let mut tried = Vec::with_capacity(2);
     for count in builder::env_num_threads()
         .into_iter()
-        .chain([builder::available_parallelism(), 1])
+        .chain([builder::available_parallelism()])
     {
-        if !counts.contains(&count) {
-            counts.push(count);
+        if count == 1 || tried.contains(&count) {
+            continue;
+        }
+        tried.push(count);
+        if let Ok(pool) = ThreadPoolBuilder::new().num_threads(count).build() {
+            return Ok(pool);
         }
     }
-    // Overwritten: `counts` holds at least 1.
-    let mut built = Err(BuildError::ZeroThreads);
-    for count in counts {
-        built = ThreadPoolBuilder::new().num_threads(count).build();
-        if built.is_ok() {
-            break;
-        }
-    }
-    built
+    ThreadPoolBuilder::new().num_threads(1).build()
 }
 
 /// The global pool, built with the defaults on first use unless

@@ -7,8 +7,14 @@ use parbench_scheduler::{BuildError, Pinning, ThreadPoolBuilder};
 
 #[test]
 fn a_failed_build_global_can_be_retried() {
-    let zero = ThreadPoolBuilder::new().num_threads(0).build_global();
-    assert!(matches!(zero, Err(BuildError::ZeroThreads)), "{zero:?}");
+    let no_cpu = ThreadPoolBuilder::new()
+        .num_threads(2)
+        .pin(Pinning::Cpus(Vec::new()))
+        .build_global();
+    assert!(
+        matches!(no_cpu, Err(BuildError::EmptyCpuList)),
+        "{no_cpu:?}"
+    );
 
     let missing_cpu = ThreadPoolBuilder::new()
         .num_threads(2)

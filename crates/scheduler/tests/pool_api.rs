@@ -12,11 +12,11 @@ use fixtures::{Hits, pool};
 use parbench_scheduler::{BuildError, Pinning, SpawnError, ThreadPoolBuilder, Timespan};
 
 #[test]
-fn zero_threads_is_a_typed_error() {
-    assert!(matches!(
-        ThreadPoolBuilder::new().num_threads(0).build(),
-        Err(BuildError::ZeroThreads)
-    ));
+fn zero_threads_chooses_the_count_as_rayon_does() {
+    let chosen = ThreadPoolBuilder::new().num_threads(0).build().unwrap();
+    let default = ThreadPoolBuilder::new().build().unwrap();
+    assert!(chosen.num_threads() >= 1);
+    assert_eq!(chosen.num_threads(), default.num_threads());
 }
 
 #[test]

@@ -43,8 +43,9 @@ impl SchedulerExecutor {
     /// A pool of `threads` threads using `kind`'s strategy.
     ///
     /// # Errors
-    /// [`ExecutorError::Build`] if `kind` is not a parbench-scheduler strategy or the pool cannot
-    /// be built; [`ExecutorError::Spawn`] if the OS refuses a worker thread.
+    /// [`ExecutorError::ZeroThreads`] for 0 threads (the pool's builder would pick a count itself,
+    /// as rayon's does); [`ExecutorError::Build`] if `kind` is not a parbench-scheduler strategy
+    /// or the pool cannot be built; [`ExecutorError::Spawn`] if the OS refuses a worker thread.
     pub fn new(kind: ExecutorKind, threads: usize, pin: PinPolicy) -> Result<Self, ExecutorError> {
         Self::with_grain(kind, threads, pin, BASELINE_GRAIN)
     }
@@ -61,6 +62,9 @@ impl SchedulerExecutor {
         pin: PinPolicy,
         grain: usize,
     ) -> Result<Self, ExecutorError> {
+        if threads == 0 {
+            return Err(ExecutorError::ZeroThreads);
+        }
         let grain = grain.max(1);
         let strategy = match kind {
             ExecutorKind::Tree => Strategy::default(),
@@ -86,7 +90,6 @@ impl SchedulerExecutor {
             .pin(pinning)
             .build()
             .map_err(|error| match error {
-                BuildError::ZeroThreads => ExecutorError::ZeroThreads,
                 BuildError::Spawn { source, .. } => ExecutorError::Spawn(source),
                 BuildError::TooManyThreads {
                     requested,
