@@ -298,8 +298,9 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
         }
     }
     progress.finish();
-    // Only our own (by now empty) scratch directory; nothing is lost if it stays.
-    let _ = fs::remove_dir(&scratch);
+    // Only our own scratch directory (a round's process killed while writing its report leaves
+    // a temporary file there); nothing is lost if it stays.
+    let _ = fs::remove_dir_all(&scratch);
     if !report.cells.is_empty() {
         write_stdout(|out| stdout_format.exporter().write(&report, out))?;
     }

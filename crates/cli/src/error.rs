@@ -66,6 +66,23 @@ pub enum CliError {
         /// Rounds its sweep planned.
         planned: usize,
     },
+    /// A round's child process of `sweep` failed in a way that is not an error of the input (it
+    /// crashed, or was killed): the cells measured before are kept.
+    #[error(
+        "round {round}'s process failed ({status}){}; the cells measured before are kept{}",
+        reason.as_ref().map_or_else(|| " without a message".to_owned(), |r| format!(": {r}")),
+        stderr_log.as_ref().map_or_else(String::new, |p| format!(" (its whole stderr: {})", p.display()))
+    )]
+    RoundFailed {
+        /// The round, 1-based.
+        round: usize,
+        /// How the process ended: `killed by signal 6 (SIGABRT)`, `exit status 101`.
+        status: String,
+        /// The line of its stderr that says why (a panic, a failed allocation), if any.
+        reason: Option<String>,
+        /// Where its whole stderr was saved, when it said more than `reason`.
+        stderr_log: Option<PathBuf>,
+    },
     /// The figure could not be drawn.
     #[error(transparent)]
     Plot(#[from] PlotError),

@@ -17,14 +17,17 @@
 //! speed-ups are paired by round ([`crate::stats::Relative::paired`]).
 //!
 //! Progress: the child reports on stderr with lines starting with [`PROGRESS_PREFIX`]; the parent
-//! drives its one progress bar from them and passes any other line through. Finished runs are
+//! drives its one progress bar from them and passes any other line through once the child's next
+//! progress line shows that it lived on (a dying child's panic and backtrace become one error
+//! line, [`failure`], with the whole text saved to a file the line names). Finished runs are
 //! reported at most every 100 ms and at the end of each cell, not after every run: each line
 //! wakes the parent, which would otherwise run beside the start of nearly every timed run.
 
 use std::fs;
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 
 use parbench_kernels::{Params, PinPolicy, SchedulerSpec, find_kernel};
 use serde::{Deserialize, Serialize};
@@ -240,21 +243,25 @@ fn merge_cell(labels: &[(&str, &str)], found: &[(usize, &Cell)]) -> Cell {
 
 /// Runs one round in a child `parbench-cli sweep-round` process and returns its report.
 ///
-/// `progress` receives the child's progress events; other lines of its stderr are passed
-/// through to ours, except a final `error:` line when the child fails, which becomes this
-/// function's error (so the user sees one line, not two).
+/// `progress` receives the child's progress events. Its other stderr lines are held back until
+/// its next progress event shows that it outlived them, and then passed through (a kernel's
+/// caught panic, a note); the lines after its last event are its dying words when it fails, and
+/// become this function's error in one line ([`failure`]) instead of being forwarded.
 ///
 /// # Errors
-/// [`CliError::Usage`] with the child's error when the round fails; the cells it measured before
-/// are still returned through `partial`.
+/// When the round fails: the child's own one-line error ([`CliError::Usage`]) when it exited
+/// with status 2 after an `error:` line (bad input, e.g. a kernel that cannot be prepared),
+/// otherwise [`CliError::RoundFailed`]. The cells it measured before are still returned through
+/// `partial`.
 pub fn run_round_in_child(
     request: &RoundRequest,
     scratch: &Path,
     progress: &mut dyn FnMut(RoundEvent),
     partial: &mut Option<Report>,
 ) -> Result<Report, CliError> {
-    let request_path = scratch.join(format!("round-{}-request.json", request.round + 1));
-    let report_path = scratch.join(format!("round-{}-report.json", request.round + 1));
+    let round = request.round + 1;
+    let request_path = scratch.join(format!("round-{round}-request.json"));
+    let report_path = scratch.join(format!("round-{round}-report.json"));
     let write_error = |path: &Path| {
         let path = path.to_owned();
         move |source| CliError::Write { path, source }
@@ -275,48 +282,152 @@ pub fn run_round_in_child(
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| CliError::Usage(format!("cannot start round {}: {e}", request.round + 1)))?;
-    // One line of lag, so that the child's last line can become our error instead of a second one.
-    let mut held: Option<String> = None;
+        .map_err(|e| CliError::Usage(format!("cannot start round {round}: {e}")))?;
+    // Every line that is not a progress event, for the log of a failed round, and those since
+    // the last progress event, not passed through yet.
+    let mut said: Vec<String> = Vec::new();
+    let mut held = 0;
     if let Some(stderr) = child.stderr.take() {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             if let Some(event) = line.strip_prefix(PROGRESS_PREFIX) {
+                for line in &said[said.len() - held..] {
+                    progress(RoundEvent::Message(line.clone()));
+                }
+                held = 0;
                 if let Some(event) = RoundEvent::parse(event.trim()) {
                     progress(event);
                 }
                 continue;
             }
-            if let Some(previous) = held.replace(line) {
-                progress(RoundEvent::Message(previous));
-            }
+            said.push(line);
+            held += 1;
         }
     }
     let status = child
         .wait()
-        .map_err(|e| CliError::Usage(format!("round {} was lost: {e}", request.round + 1)))?;
+        .map_err(|e| CliError::Usage(format!("round {round} was lost: {e}")))?;
     let report = fs::read_to_string(&report_path)
         .ok()
         .and_then(|text| serde_json::from_str::<Report>(&text).ok());
     // Scratch files are ours alone; a leftover is harmless, so failures to remove are ignored.
     let _ = fs::remove_file(&request_path);
     let _ = fs::remove_file(&report_path);
+    let last_words = &said[said.len() - held..];
     if status.success() {
-        if let Some(line) = held {
-            progress(RoundEvent::Message(line));
+        for line in last_words {
+            progress(RoundEvent::Message(line.clone()));
         }
         return report.ok_or_else(|| {
             CliError::Usage(format!(
-                "round {} finished without writing its results",
-                request.round + 1
+                "round {round} finished without writing its results"
             ))
         });
     }
     *partial = report;
-    let reason = held
-        .as_deref()
-        .map(|line| line.strip_prefix("error: ").unwrap_or(line).to_owned())
-        .unwrap_or_else(|| format!("its process ended with {status}"));
-    Err(CliError::Usage(reason))
+    let mut error = failure(round, status, last_words);
+    if let CliError::RoundFailed {
+        reason, stderr_log, ..
+    } = &mut error
+    {
+        // Saved only when it holds more than the quoted line, and beside (not in) the scratch
+        // directory, which is removed when the sweep ends.
+        let more =
+            said.iter().filter(|l| !l.trim().is_empty()).count() > usize::from(reason.is_some());
+        if more {
+            let mut path = scratch.as_os_str().to_owned();
+            path.push(format!("-round-{round}-stderr.txt"));
+            let path = PathBuf::from(path);
+            if fs::write(&path, said.join("\n") + "\n").is_ok() {
+                *stderr_log = Some(path);
+            }
+        }
+    }
+    Err(error)
+}
+
+/// The error of a round whose child process ended with `status` after writing `last_words` on
+/// stderr (its lines after its last progress event).
+///
+/// The child's own error (status 2 after an `error:` line: bad input) is passed on as it is;
+/// anything else is a [`CliError::RoundFailed`] that quotes the one line that says why — a panic
+/// (`thread '…' panicked at …` with its message, or `error: internal error …` from our panic
+/// hook), a failed allocation, a fatal runtime error — or else the first line that is not empty.
+///
+/// ```
+/// use std::os::unix::process::ExitStatusExt;
+/// use std::process::ExitStatus;
+/// use parbench_cli::rounds::failure;
+/// let lines: Vec<String> = ["memory allocation of 8 bytes failed", "stack backtrace:", "   0: x"]
+///     .map(String::from).to_vec();
+/// let error = failure(2, ExitStatus::from_raw(libc::SIGABRT), &lines);
+/// assert_eq!(
+///     error.to_string(),
+///     "round 2's process failed (killed by signal 6, SIGABRT): memory allocation of 8 bytes \
+///      failed; the cells measured before are kept"
+/// );
+/// ```
+pub fn failure(round: usize, status: ExitStatus, last_words: &[String]) -> CliError {
+    if status.code() == Some(2) {
+        if let Some(own) = last_words
+            .iter()
+            .rev()
+            .find_map(|l| l.strip_prefix("error: "))
+        {
+            return CliError::Usage(own.to_owned());
+        }
+    }
+    let status = match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(signal)) => match signal_name(signal) {
+            Some(name) => format!("killed by signal {signal}, {name}"),
+            None => format!("killed by signal {signal}"),
+        },
+        (None, None) => status.to_string(),
+    };
+    CliError::RoundFailed {
+        round,
+        status,
+        reason: why(last_words),
+        stderr_log: None,
+    }
+}
+
+/// The line of a dying process's stderr that says why; see [`failure`].
+fn why(lines: &[String]) -> Option<String> {
+    let says_why = |line: &str| {
+        (line.starts_with("thread '") && line.contains("panicked at"))
+            || line.starts_with("memory allocation of")
+            || line.starts_with("error: ")
+            || line.contains("fatal runtime error")
+    };
+    let lines: Vec<&str> = lines.iter().map(|l| l.trim()).collect();
+    let Some(at) = lines.iter().position(|l| says_why(l)) else {
+        return lines.iter().find(|l| !l.is_empty()).map(|&l| l.to_owned());
+    };
+    let line = lines[at].strip_prefix("error: ").unwrap_or(lines[at]);
+    // Since Rust 1.73 the default hook puts the panic's message on the line after its location.
+    match lines.get(at + 1) {
+        Some(message) if line.starts_with("thread '") && line.ends_with(':') => {
+            Some(format!("{line} {message}"))
+        }
+        _ => Some(line.to_owned()),
+    }
+}
+
+/// The name of the signals a round's process is usually killed by.
+pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGTERM => "SIGTERM",
+        _ => return None,
+    })
 }
 
 /// Something a round's child reported on stderr.
@@ -433,6 +544,74 @@ mod tests {
         assert_eq!(cells[0].error.as_deref(), Some("round 2: wrong result"));
         assert!(cells[0].summary.is_none());
         assert!(cells[1].summary.is_some());
+    }
+
+    fn lines(text: &str) -> Vec<String> {
+        text.lines().map(str::to_owned).collect()
+    }
+
+    /// The one line a crashed round's error quotes, for a process killed by SIGABRT.
+    fn quoted(stderr: &str) -> Option<String> {
+        match failure(3, ExitStatus::from_raw(libc::SIGABRT), &lines(stderr)) {
+            CliError::RoundFailed { reason, .. } => reason,
+            other => panic!("not a RoundFailed: {other}"),
+        }
+    }
+
+    #[test]
+    fn a_crashed_rounds_error_quotes_the_line_that_says_why() {
+        // The default panic hook: location, then the message on the next line, then the note.
+        let panic = "thread 'main' panicked at src/x.rs:3:5:\nindex out of bounds\n\
+                     note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace";
+        assert_eq!(
+            quoted(panic).as_deref(),
+            Some("thread 'main' panicked at src/x.rs:3:5: index out of bounds")
+        );
+        let oom = "memory allocation of 34359738368 bytes failed\nstack backtrace:\n   0: x";
+        assert_eq!(
+            quoted(oom).as_deref(),
+            Some("memory allocation of 34359738368 bytes failed")
+        );
+        // Our own panic hook's line, after an unrelated one.
+        let hook = "\nsomething first\nerror: internal error at a.rs:1: boom\nmore";
+        assert_eq!(
+            quoted(hook).as_deref(),
+            Some("internal error at a.rs:1: boom")
+        );
+        assert_eq!(
+            quoted("\n  \nfirst words\nsecond").as_deref(),
+            Some("first words")
+        );
+        assert_eq!(quoted(""), None);
+        let error = failure(1, ExitStatus::from_raw(101 << 8), &lines(panic));
+        let text = error.to_string();
+        assert!(
+            text.starts_with("round 1's process failed (exit status 101): thread 'main'"),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 1);
+        let silent = failure(2, ExitStatus::from_raw(libc::SIGKILL), &[]);
+        assert_eq!(
+            silent.to_string(),
+            "round 2's process failed (killed by signal 9, SIGKILL) without a message; the \
+             cells measured before are kept"
+        );
+    }
+
+    #[test]
+    fn a_rounds_own_input_error_is_passed_on_as_it_is() {
+        let said = lines("a note\nerror: nqueens: `n` must be at least 1");
+        let error = failure(1, ExitStatus::from_raw(2 << 8), &said);
+        assert!(matches!(&error, CliError::Usage(_)), "{error:?}");
+        assert_eq!(error.to_string(), "nqueens: `n` must be at least 1");
+        // The same line from a process that crashed is quoted as the reason of the crash.
+        let error = failure(1, ExitStatus::from_raw(libc::SIGSEGV), &said);
+        assert!(
+            error
+                .to_string()
+                .contains("(killed by signal 11, SIGSEGV): nqueens"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -1,0 +1,156 @@
+//! What a sweep keeps when it is stopped from outside: a signal to it, or its round's child
+//! process dying. Each test starts a sweep long enough to be caught mid-round, waits until the
+//! round's child has reported a finished cell (by polling the child's round report in the
+//! sweep's scratch directory, under a `TMPDIR` of the test's own), and then stops it.
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use parbench_cli::results::Report;
+
+/// A sweep of one round with eight cells of a few hundred runs, each cell's runs back to back
+/// (`--interleave 1`, so cells finish one at a time).
+const LONG_ROUND: [&str; 18] = [
+    "sweep",
+    "--kernels",
+    "reduce",
+    "--schedulers",
+    "seq,static,dynamic,guided",
+    "--threads",
+    "1,2",
+    "--runs",
+    "300",
+    "--warmup",
+    "0",
+    "--rounds",
+    "1",
+    "--interleave",
+    "1",
+    "--quiet",
+    "--n",
+    "200000",
+];
+
+/// A sweep started by a test, with what it needs to find the sweep's scratch directory.
+struct Sweep {
+    process: Child,
+    output: PathBuf,
+    tmpdir: PathBuf,
+}
+
+impl Sweep {
+    /// Starts [`LONG_ROUND`] with `-o NAME.json` and its own `TMPDIR`, in a process group of its
+    /// own (so that a test can signal it the way a terminal's Ctrl-C does).
+    fn start(name: &str) -> Sweep {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("parbench-interruption-tests");
+        let tmpdir = dir.join(format!("{name}-tmp"));
+        // Leftovers of an earlier run would be mistaken for this one's.
+        let _ = fs::remove_dir_all(&tmpdir);
+        fs::create_dir_all(&tmpdir).expect("scratch directory");
+        let output = dir.join(format!("{name}.json"));
+        let _ = fs::remove_file(&output);
+        let process = Command::new(env!("CARGO_BIN_EXE_parbench-cli"))
+            .args(LONG_ROUND)
+            .arg("-o")
+            .arg(&output)
+            .env("TMPDIR", &tmpdir)
+            .env_remove("RUST_BACKTRACE")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("parbench-cli runs");
+        Sweep {
+            process,
+            output,
+            tmpdir,
+        }
+    }
+
+    fn pid(&self) -> libc::pid_t {
+        libc::pid_t::try_from(self.process.id()).expect("a pid fits pid_t")
+    }
+
+    /// The sweep's scratch directory, where its rounds' requests and reports live.
+    fn scratch(&self) -> PathBuf {
+        self.tmpdir.join(format!("parbench-sweep-{}", self.pid()))
+    }
+
+    /// Waits until the running round's child has written a report with at least one finished
+    /// cell, and returns the child's pid (recorded in that report).
+    fn wait_for_a_finished_cell(&self) -> libc::pid_t {
+        let report_path = self.scratch().join("round-1-report.json");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let report = fs::read(&report_path)
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<Report>(&bytes).ok());
+            if let Some(report) = report.filter(|r| !r.cells.is_empty()) {
+                let pid = report
+                    .metadata
+                    .settings
+                    .get("pid")
+                    .expect("the round's pid");
+                return pid.parse().expect("a pid");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no cell finished in the first round"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits for the sweep to end; returns its output and its `-o` report.
+    fn finish(self) -> (Output, Report) {
+        let output = self.process.wait_with_output().expect("the sweep ends");
+        let text = fs::read(&self.output).expect("the -o file exists");
+        let report = serde_json::from_slice(&text).expect("the -o file is a JSON report");
+        (output, report)
+    }
+}
+
+/// Whether process `pid` still exists as a round of a sweep (a reused pid would not be one).
+fn is_round_process(pid: libc::pid_t) -> bool {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains("sweep-round"))
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn exists(path: &Path) -> bool {
+    path.symlink_metadata().is_ok()
+}
+
+#[test]
+fn a_round_process_that_dies_fails_the_sweep_in_one_line_and_keeps_its_cells() {
+    let sweep = Sweep::start("round-killed");
+    let round = sweep.wait_for_a_finished_cell();
+    let scratch = sweep.scratch();
+    // SAFETY: kill with a pid read from the round's report and a valid signal.
+    assert_eq!(unsafe { libc::kill(round, libc::SIGKILL) }, 0);
+    let (output, report) = sweep.finish();
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(
+        err.starts_with(
+            "error: round 1's process failed (killed by signal 9, SIGKILL) without a message; \
+             the cells measured before are kept"
+        ),
+        "{err}"
+    );
+    assert!(
+        !report.cells.is_empty(),
+        "the cells finished before are kept"
+    );
+    assert_eq!(report.unfinished_rounds(), Some((0, 1)));
+    assert!(!exists(&scratch), "the scratch directory is removed");
+    assert!(!is_round_process(round));
+}
