@@ -4,8 +4,9 @@
 //!
 //! Output discipline: stdout carries only results (a table by default), stderr the plan, the
 //! progress bar and errors. With `--output FILE` the file is rewritten after every round (through a
-//! temporary file and a rename, so it is never half-written), which keeps every measured cell even
-//! when the sweep stops on an error or is interrupted.
+//! temporary file and a rename, so it is never half-written), and once more with every finished
+//! cell, the stopped round's included, when the sweep stops on an error or a signal
+//! ([`crate::interruption`]).
 
 use std::fs;
 use std::io::{self, Write};
@@ -22,7 +23,7 @@ use crate::error::CliError;
 use crate::export::ExportFormat;
 use crate::plot::{render_png, render_svg};
 use crate::progress::Progress;
-use crate::results::{ROUNDS_DONE_SETTING, Report, SCHEMA_VERSION};
+use crate::results::{ROUNDS_DONE_SETTING, Report, SCHEMA_VERSION, STOPPED_SETTING};
 use crate::rounds::{RoundEvent, RoundRequest, merge_rounds, round_orders, run_round_in_child};
 use crate::sweep::{LABELS, SweepError, SweepObserver, SweepPlan, run_cells};
 
@@ -246,6 +247,9 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
             eprintln!("{warning}");
         }
     }
+    // From here on a signal stops the running round and the sweep saves what it measured.
+    crate::interruption::stop_on_signals()
+        .map_err(|e| CliError::Usage(format!("cannot install the signal handlers: {e}")))?;
     let scratch = std::env::temp_dir().join(format!("parbench-sweep-{}", std::process::id()));
     fs::create_dir_all(&scratch).map_err(|source| CliError::Write {
         path: scratch.clone(),
@@ -257,6 +261,9 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
     let mut complete = 0;
     let mut failure = None;
     for (round, order) in orders.into_iter().enumerate() {
+        if crate::interruption::received().is_some() {
+            break;
+        }
         let request = RoundRequest::new(&plan, round, order);
         let mut on_event = |event: RoundEvent| match event {
             RoundEvent::Cell(name) => {
@@ -290,21 +297,60 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
             .metadata
             .settings
             .insert(ROUNDS_DONE_SETTING.to_owned(), complete.to_string());
+        if failure.is_some() || crate::interruption::received().is_some() {
+            break;
+        }
         if let Some(output) = &output {
             output.write(&report)?;
         }
-        if failure.is_some() {
-            break;
-        }
     }
     progress.finish();
+    // A signal outranks the failure it caused (its round's process killed).
+    if let Some(signal) = crate::interruption::received() {
+        let place = output.as_ref().map_or_else(
+            || "on stdout".to_owned(),
+            |output| format!("in {}", output.path.display()),
+        );
+        failure = Some(CliError::Interrupted {
+            signal,
+            signal_name: crate::rounds::signal_name(signal).unwrap_or("a signal"),
+            kept: Some(format!(
+                "{} of {} cells kept {place}, marked unfinished ({complete} of {} rounds complete)",
+                report.cells.len(),
+                plan.cell_count(),
+                args.rounds
+            )),
+        });
+    }
+    // The last write: the report says why it stopped early, if it did.
+    let mut written = Ok(());
+    if let Some(failure) = &failure {
+        report
+            .metadata
+            .settings
+            .insert(STOPPED_SETTING.to_owned(), one_line(&failure.to_string()));
+        if let Some(output) = &output {
+            written = output.write(&report);
+        }
+    }
     // Only our own scratch directory (a round's process killed while writing its report leaves
     // a temporary file there); nothing is lost if it stays.
     let _ = fs::remove_dir_all(&scratch);
+    let mut printed = Ok(());
     if !report.cells.is_empty() {
-        write_stdout(|out| stdout_format.exporter().write(&report, out))?;
+        printed = write_stdout(|out| stdout_format.exporter().write(&report, out));
     }
+    written?;
+    // After SIGHUP the terminal may be gone; the interruption is still the news.
+    if let Some(interrupted @ CliError::Interrupted { .. }) = failure {
+        return Err(interrupted);
+    }
+    printed?;
     failure.map_or(Ok(()), Err)
+}
+
+fn one_line(text: &str) -> String {
+    text.lines().map(str::trim).collect::<Vec<_>>().join(" ")
 }
 
 /// A seed for the rounds' order when `--seed` is not given: different on every sweep.

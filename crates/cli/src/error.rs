@@ -83,6 +83,20 @@ pub enum CliError {
         /// Where its whole stderr was saved, when it said more than `reason`.
         stderr_log: Option<PathBuf>,
     },
+    /// `sweep` was stopped by a signal (SIGINT, SIGTERM, SIGHUP) after saving what it measured;
+    /// the process exits with 128 + the signal ([`CliError::signal`]).
+    #[error(
+        "interrupted by {signal_name}{}",
+        kept.as_ref().map_or_else(String::new, |kept| format!(": {kept}"))
+    )]
+    Interrupted {
+        /// The signal's number.
+        signal: i32,
+        /// Its name, `SIGINT`.
+        signal_name: &'static str,
+        /// What was kept and where, when known.
+        kept: Option<String>,
+    },
     /// The figure could not be drawn.
     #[error(transparent)]
     Plot(#[from] PlotError),
@@ -104,6 +118,24 @@ pub enum CliError {
     /// The co-scheduling scenarios could not run (`map --scenarios`).
     #[error(transparent)]
     Scenario(#[from] parbench_mapper::ScenarioError),
+}
+
+impl CliError {
+    /// The signal that stopped the command ([`CliError::Interrupted`]), whose conventional exit
+    /// status is 128 + the signal, instead of the 2 of every other error.
+    ///
+    /// ```
+    /// use parbench_cli::error::CliError;
+    /// let error = CliError::Interrupted { signal: 2, signal_name: "SIGINT", kept: None };
+    /// assert_eq!((error.signal(), error.to_string().as_str()), (Some(2), "interrupted by SIGINT"));
+    /// assert_eq!(CliError::Usage("bad".into()).signal(), None);
+    /// ```
+    pub fn signal(&self) -> Option<i32> {
+        match self {
+            CliError::Interrupted { signal, .. } => Some(*signal),
+            _ => None,
+        }
+    }
 }
 
 /// The message a panic carried (`panic!("…")` payloads are `&str` or `String`).

@@ -29,6 +29,7 @@ pub mod corun;
 pub mod environment;
 pub mod error;
 pub mod export;
+pub mod interruption;
 pub mod latency;
 pub mod locks;
 pub mod map;

@@ -29,7 +29,12 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {}", one_line(&error.to_string()));
-            ExitCode::from(EXIT_BAD_INPUT)
+            // A sweep stopped by a signal, its results saved: the shell's convention, 128 + it.
+            let code = error
+                .signal()
+                .and_then(|signal| u8::try_from(128 + signal).ok())
+                .unwrap_or(EXIT_BAD_INPUT);
+            ExitCode::from(code)
         }
     }
 }

@@ -25,6 +25,10 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// ends the file holds fewer.
 pub const ROUNDS_DONE_SETTING: &str = "rounds.done";
 
+/// The metadata setting in which `sweep` records, in one line, why it stopped before its last
+/// round: `interrupted by SIGINT: …`, or a failed round's error. Absent when it finished.
+pub const STOPPED_SETTING: &str = "stopped";
+
 /// The results of one command invocation.
 ///
 /// ```

@@ -33,6 +33,7 @@ use parbench_kernels::{Params, PinPolicy, SchedulerSpec, find_kernel};
 use serde::{Deserialize, Serialize};
 
 use crate::error::CliError;
+use crate::interruption::ChildWatch;
 use crate::results::{Cell, MetricSeries, Report};
 use crate::stats::{RoundSpread, SplitMix64, Summary};
 use crate::sweep::{SweepPlan, assign_relatives};
@@ -283,6 +284,9 @@ pub fn run_round_in_child(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| CliError::Usage(format!("cannot start round {round}: {e}")))?;
+    // A SIGINT, SIGTERM or SIGHUP to the sweep kills the child from here until just before it is
+    // reaped.
+    let watch = ChildWatch::new(&child);
     // Every line that is not a progress event, for the log of a failed round, and those since
     // the last progress event, not passed through yet.
     let mut said: Vec<String> = Vec::new();
@@ -303,6 +307,7 @@ pub fn run_round_in_child(
             held += 1;
         }
     }
+    drop(watch);
     let status = child
         .wait()
         .map_err(|e| CliError::Usage(format!("round {round} was lost: {e}")))?;
@@ -324,6 +329,14 @@ pub fn run_round_in_child(
         });
     }
     *partial = report;
+    if let Some(signal) = crate::interruption::received() {
+        // Killed for the sweep's interruption, which the caller reports.
+        return Err(CliError::Interrupted {
+            signal,
+            signal_name: signal_name(signal).unwrap_or("a signal"),
+            kept: None,
+        });
+    }
     let mut error = failure(round, status, last_words);
     if let CliError::RoundFailed {
         reason, stderr_log, ..

@@ -105,6 +105,13 @@ impl Sweep {
         }
     }
 
+    /// Sends `signal` to the sweep alone, or with `group` to its whole process group.
+    fn signal(&self, signal: libc::c_int, group: bool) {
+        let target = if group { -self.pid() } else { self.pid() };
+        // SAFETY: kill with our child's pid (or its group) and a valid signal; no memory involved.
+        assert_eq!(unsafe { libc::kill(target, signal) }, 0);
+    }
+
     /// Waits for the sweep to end; returns its output and its `-o` report.
     fn finish(self) -> (Output, Report) {
         let output = self.process.wait_with_output().expect("the sweep ends");
@@ -153,4 +160,55 @@ fn a_round_process_that_dies_fails_the_sweep_in_one_line_and_keeps_its_cells() {
     assert_eq!(report.unfinished_rounds(), Some((0, 1)));
     assert!(!exists(&scratch), "the scratch directory is removed");
     assert!(!is_round_process(round));
+}
+
+#[test]
+fn an_interrupted_sweep_saves_every_finished_cell_and_leaves_no_process_behind() {
+    // Ctrl-C signals the terminal's whole process group, the round's process included; `kill`
+    // signals the sweep alone.
+    let cases = [
+        (libc::SIGINT, "SIGINT", true, 130),
+        (libc::SIGTERM, "SIGTERM", false, 143),
+        (libc::SIGHUP, "SIGHUP", false, 129),
+    ];
+    for (signal, name, group, status) in cases {
+        let sweep = Sweep::start(&format!("interrupted-{name}"));
+        let round = sweep.wait_for_a_finished_cell();
+        let (scratch, output_path) = (sweep.scratch(), sweep.output.clone());
+        sweep.signal(signal, group);
+        let (output, report) = sweep.finish();
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(status), "{name}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{name}: one line: {err}");
+        let kept = format!(
+            "error: interrupted by {name}: {} of 8 cells kept in {}, marked unfinished (0 of 1 \
+             rounds complete)",
+            report.cells.len(),
+            output_path.display()
+        );
+        assert_eq!(err.trim_end(), kept, "{name}");
+        assert!(
+            !report.cells.is_empty(),
+            "{name}: the cells the interrupted round finished are kept"
+        );
+        assert!(
+            report.cells.iter().all(|c| c.summary.is_some()),
+            "{name}: only finished cells"
+        );
+        assert_eq!(report.unfinished_rounds(), Some((0, 1)), "{name}");
+        let stopped = report.metadata.settings.get("stopped").map(String::as_str);
+        assert_eq!(stopped, Some(&kept["error: ".len()..]), "{name}");
+        assert!(
+            !is_round_process(round),
+            "{name}: the round's process {round} is still running"
+        );
+        assert!(
+            !exists(&scratch),
+            "{name}: the scratch directory is removed"
+        );
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains("reduce"),
+            "{name}: stdout still gets the table of what was kept"
+        );
+    }
 }
