@@ -110,7 +110,15 @@ pub struct SweepArgs {
     /// Output format of stdout, or of `--output` [default: table; for a file: from its extension].
     #[arg(long, value_enum)]
     pub format: Option<ExportFormat>,
-    /// Also write the results to FILE (rewritten after every cell, so an interruption keeps them).
+    /// Also write the results to FILE, rewritten after every round; an interruption or a failed
+    /// round keeps every finished cell.
+    ///
+    /// On Ctrl-C, SIGTERM or SIGHUP the running round's process is killed and every cell finished
+    /// so far (the interrupted round's too) is written to FILE, or to stdout without it, marked
+    /// unfinished (settings `rounds.done` and `stopped`); the sweep then exits with 130, 143 or
+    /// 129. Cells still being measured are lost (with --interleave, those of the kernel and
+    /// thread count in progress). A round whose process fails keeps the cells measured before it
+    /// the same way (exit 2).
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Thread pinning of the executors' workers.
