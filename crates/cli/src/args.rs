@@ -114,9 +114,9 @@ pub struct SweepArgs {
     /// round keeps every finished cell.
     ///
     /// On Ctrl-C, SIGTERM or SIGHUP the running round's process is killed and every cell finished
-    /// so far (the interrupted round's too) is written to FILE, or to stdout without it, marked
-    /// unfinished (settings `rounds.done` and `stopped`); the sweep then exits with 130, 143 or
-    /// 129. Cells still being measured are lost (with --interleave, those of the kernel and
+    /// so far (the interrupted round's too) is written to FILE, or to stdout without it (JSON
+    /// marks it unfinished: settings `rounds.done` and `stopped`); the sweep then exits with 130,
+    /// 143 or 129. Cells still being measured are lost (with --interleave, those of the kernel and
     /// thread count in progress). A round whose process fails keeps the cells measured before it
     /// the same way (exit 2).
     #[arg(long, short, value_name = "FILE")]

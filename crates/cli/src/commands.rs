@@ -315,7 +315,7 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
             signal,
             signal_name: crate::rounds::signal_name(signal).unwrap_or("a signal"),
             kept: Some(format!(
-                "{} of {} cells kept {place}, marked unfinished ({complete} of {} rounds complete)",
+                "{} of {} cells kept {place} ({complete} of {} rounds complete)",
                 report.cells.len(),
                 plan.cell_count(),
                 args.rounds

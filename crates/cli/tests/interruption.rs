@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use parbench_cli::results::Report;
+use parbench_cli::results::{Report, STOPPED_SETTING};
 
 /// A sweep of one round with eight cells of a few hundred runs, each cell's runs back to back
 /// (`--interleave 1`, so cells finish one at a time).
@@ -181,8 +181,7 @@ fn an_interrupted_sweep_saves_every_finished_cell_and_leaves_no_process_behind()
         assert_eq!(output.status.code(), Some(status), "{name}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{name}: one line: {err}");
         let kept = format!(
-            "error: interrupted by {name}: {} of 8 cells kept in {}, marked unfinished (0 of 1 \
-             rounds complete)",
+            "error: interrupted by {name}: {} of 8 cells kept in {} (0 of 1 rounds complete)",
             report.cells.len(),
             output_path.display()
         );
@@ -196,7 +195,11 @@ fn an_interrupted_sweep_saves_every_finished_cell_and_leaves_no_process_behind()
             "{name}: only finished cells"
         );
         assert_eq!(report.unfinished_rounds(), Some((0, 1)), "{name}");
-        let stopped = report.metadata.settings.get("stopped").map(String::as_str);
+        let stopped = report
+            .metadata
+            .settings
+            .get(STOPPED_SETTING)
+            .map(String::as_str);
         assert_eq!(stopped, Some(&kept["error: ".len()..]), "{name}");
         assert!(
             !is_round_process(round),
