@@ -89,7 +89,7 @@
 //! [`ThreadPool::for_each_indexed_mut`], [`ThreadPool::par_chunks_mut`],
 //! [`ThreadPool::map_collect`] and [`ThreadPool::sort_unstable_by`] (with `_by_key` and plain
 //! variants), each also with an explicit strategy (`…_with`) and as a free function.
-//! [`ThreadPool::install`], [`ThreadPool::broadcast`], [`ThreadPool::spawn`], [`scope`],
+//! [`ThreadPool::install`], [`ThreadPool::broadcast`], [`ThreadPool::spawn`], [`scope()`],
 //! [`join()`], [`current_num_threads`], [`current_thread_index`] and the builder's start, exit and
 //! panic handlers cover the parts of rayon's pool API most programs use. Not provided:
 //! `spawn_fifo`, `scope_fifo`, `in_place_scope`, `spawn_broadcast`, `yield_now`, `yield_local`,
