@@ -483,7 +483,9 @@ fn pin_to(cpu: Option<usize>) -> Result<(), LatencyError> {
 fn generate<C: Clock>(point: &LoadPoint<'_, C>, origin_ns: u64, queue: &RequestQueue) {
     let deadline_ns = origin_ns.saturating_add(duration_ns(point.bounds.max_duration));
     for (index, &arrival_ns) in point.arrivals_ns.iter().enumerate() {
-        let scheduled_ns = origin_ns + arrival_ns;
+        // Saturating: at a vanishing load the schedule saturates at u64::MAX ns, and a wrapped
+        // sum would put that arrival before the deadline, served at once.
+        let scheduled_ns = origin_ns.saturating_add(arrival_ns);
         if scheduled_ns > deadline_ns {
             queue.stop(StopReason::Duration);
             return;
@@ -673,6 +675,23 @@ mod tests {
         assert!((result.achieved_qps - 3.0 / 34e-6).abs() < 1e-6 * result.achieved_qps);
         let sojourn = result.sojourn.unwrap();
         assert_eq!((sojourn.p50_ns, sojourn.max_ns), (9_000.0, 13_000.0));
+    }
+
+    #[test]
+    fn an_arrival_past_the_end_of_the_clock_stops_at_the_duration_bound() {
+        // At 1e-20 QPS the schedule's second arrival saturates at u64::MAX ns.
+        let result = simulated(
+            &[0, u64::MAX],
+            1,
+            1_000,
+            bounds(100, Duration::from_secs(1)),
+        );
+        assert_eq!(result.stopped, Some(StopReason::Duration));
+        // The measured request is never served (the warm-up one may be dropped by the stop too).
+        assert!(
+            result.samples.is_empty() && result.dropped >= 1,
+            "{result:?}"
+        );
     }
 
     #[test]
