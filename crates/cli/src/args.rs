@@ -192,14 +192,21 @@ pub struct KernelParamArgs {
 impl KernelParamArgs {
     /// Every given parameter as `(name, value)`, named flags first.
     ///
-    /// Fails with the parameter's name when it is given twice (a flag and `--param`, or two
-    /// `--param`s): silently picking one would measure something the user did not ask for.
+    /// Fails with a one-line message when a parameter is given twice (a flag and `--param`, or
+    /// two `--param`s: silently picking one would measure something the user did not ask for), or
+    /// when a file parameter (`matrix`, `input`) is empty: the kernels read an empty path as "not
+    /// given" and would quietly measure the generated instance instead.
     ///
     /// ```
     /// use parbench_cli::args::KernelParamArgs;
     /// let args = KernelParamArgs { n: Some("10".into()), ..Default::default() };
     /// assert_eq!(args.pairs().unwrap(), vec![("n".to_owned(), "10".to_owned())]);
+    /// let empty = KernelParamArgs { matrix: Some("".into()), ..Default::default() };
+    /// assert!(empty.pairs().unwrap_err().contains("empty"));
     /// ```
+    ///
+    /// # Errors
+    /// The message, naming the parameter.
     pub fn pairs(&self) -> Result<Vec<(String, String)>, String> {
         let named = [
             ("width", &self.width),
@@ -218,13 +225,21 @@ impl KernelParamArgs {
             .collect();
         for (name, value) in &self.extra {
             if pairs.iter().any(|(existing, _)| existing == name) {
-                return Err(name.clone());
+                return Err(format!("parameter `{name}` is given more than once"));
             }
             pairs.push((name.clone(), value.clone()));
+        }
+        if let Some((name, _)) = pairs.iter().find(|(name, value)| {
+            FILE_PARAMETERS.contains(&name.as_str()) && value.trim().is_empty()
+        }) {
+            return Err(format!("parameter `{name}` is an empty path; name a file"));
         }
         Ok(pairs)
     }
 }
+
+/// Kernel parameters that name an input file.
+pub const FILE_PARAMETERS: [&str; 2] = ["input", "matrix"];
 
 /// Options of `parbench-cli plot`.
 #[derive(Debug, Args)]
@@ -509,10 +524,24 @@ mod tests {
 
     #[test]
     fn a_parameter_given_twice_is_rejected_by_name() {
+        let twice = |name: &str| Err(format!("parameter `{name}` is given more than once"));
         let s = sweep(&["--n", "8", "--param", "n=9"]);
-        assert_eq!(s.params.pairs(), Err("n".to_owned()));
+        assert_eq!(s.params.pairs(), twice("n"));
         let s = sweep(&["--param", "a=1", "--param", "a=2"]);
-        assert_eq!(s.params.pairs(), Err("a".to_owned()));
+        assert_eq!(s.params.pairs(), twice("a"));
+    }
+
+    #[test]
+    fn empty_file_parameters_are_rejected() {
+        for args in [
+            &["--matrix", ""][..],
+            &["--input", " "],
+            &["--param", "matrix="],
+            &["--param", "input="],
+        ] {
+            let error = sweep(args).params.pairs().unwrap_err();
+            assert!(error.contains("empty path"), "{args:?}: {error}");
+        }
     }
 
     #[test]

@@ -17,8 +17,8 @@ use parbench_kernels::{
     ExecutorKind, Kernel, Params, PinPolicy, SchedulerSpec, find_kernel, registry,
 };
 
-use crate::args::FigureFormat;
 use crate::args::{Command, PinArg, PlotArgs, SweepArgs, SweepRoundArgs, ThreadCounts};
+use crate::args::{FILE_PARAMETERS, FigureFormat};
 use crate::error::CliError;
 use crate::export::ExportFormat;
 use crate::plot::{render_png, render_svg};
@@ -111,10 +111,7 @@ pub fn plan_from_args(args: &SweepArgs) -> Result<SweepPlan, CliError> {
         Some(counts) => counts.0.clone(),
         None => ThreadCounts::up_to_available_cores().0,
     };
-    let pairs = args
-        .params
-        .pairs()
-        .map_err(|name| CliError::Usage(format!("parameter `{name}` is given more than once")))?;
+    let pairs = args.params.pairs().map_err(CliError::Usage)?;
     let mut params = Params::new();
     for (name, value) in pairs {
         if !kernels
@@ -500,9 +497,6 @@ fn check_thread_counts(plan: &SweepPlan) -> Result<(), CliError> {
         })
     })
 }
-
-/// Parameters that name an input file.
-const FILE_PARAMETERS: [&str; 2] = ["input", "matrix"];
 
 /// Prepares once every kernel that reads an input file, so that a missing, unreadable or
 /// malformed file is reported as one line before anything is printed or measured.

@@ -52,9 +52,14 @@ pub struct CompareArgs {
 /// assert_eq!(parse_percent("12.5"), Ok(0.125));
 /// assert!(parse_percent("-1%").is_err());
 /// assert!(parse_percent("five").is_err());
+/// assert!(parse_percent("5%%").is_err());
 /// ```
+///
+/// # Errors
+/// A message for clap unless the text is a non-negative number with at most one `%`.
 pub fn parse_percent(text: &str) -> Result<f64, String> {
-    let number = text.trim().trim_end_matches('%').trim();
+    let trimmed = text.trim();
+    let number = trimmed.strip_suffix('%').unwrap_or(trimmed).trim();
     match number.parse::<f64>() {
         Ok(value) if value.is_finite() && value >= 0.0 => Ok(value / 100.0),
         _ => Err(format!(

@@ -238,9 +238,7 @@ pub fn service_kernel(name: &str) -> Result<&'static dyn Kernel, CliError> {
 /// The service's parameters: its small size, overridden by those given.
 fn service_params(kernel: &dyn Kernel, args: &KernelParamArgs) -> Result<Params, CliError> {
     let mut params = Params::small(kernel);
-    let pairs = args
-        .pairs()
-        .map_err(|name| CliError::Usage(format!("parameter `{name}` is given more than once")))?;
+    let pairs = args.pairs().map_err(CliError::Usage)?;
     for (name, value) in pairs {
         if !kernel.params().iter().any(|spec| spec.name == name) {
             return Err(CliError::Usage(format!(

@@ -181,9 +181,11 @@ fn parse_entry(
             .parse::<i64>()
             .map(|v| v as f64)
             .map_err(|_| format!("value `{}` is not an integer", words[2]))?,
-        Field::Real => words[2]
-            .parse::<f64>()
-            .map_err(|_| format!("value `{}` is not a number", words[2]))?,
+        Field::Real => match words[2].parse::<f64>() {
+            Ok(value) if value.is_finite() => value,
+            Ok(_) => return Err(format!("value `{}` is not a finite number", words[2])),
+            Err(_) => return Err(format!("value `{}` is not a number", words[2])),
+        },
     };
     Ok((row, col, value))
 }
@@ -195,6 +197,21 @@ mod tests {
 
     fn parse(text: &str) -> Result<CooMatrix, InputError> {
         parse_matrix_market(Path::new("t.mtx"), text)
+    }
+
+    #[test]
+    fn non_finite_values_are_refused_with_their_line() {
+        for value in ["nan", "inf", "-inf", "1e400"] {
+            let text = format!(
+                "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.0\n2 2 {value}\n"
+            );
+            let message = parse(&text).unwrap_err().to_string();
+            assert!(message.contains("t.mtx:4:"), "{value}: {message}");
+            assert!(
+                message.contains("not a finite number"),
+                "{value}: {message}"
+            );
+        }
     }
 
     #[test]
