@@ -39,6 +39,17 @@ pub enum TopologyError {
         /// hwloc's explanation.
         reason: String,
     },
+    /// The synthetic description describes more PUs than [`MAX_SYNTHETIC_PUS`].
+    #[error(
+        "synthetic topology {description:?} has {pus} PUs; at most {max} are supported",
+        max = MAX_SYNTHETIC_PUS
+    )]
+    SyntheticTooLarge {
+        /// The description.
+        description: String,
+        /// Its PUs (the product of its levels' arities; saturated at `u64::MAX`).
+        pus: u64,
+    },
     /// The synthetic description was rejected by hwloc.
     #[error(
         "invalid synthetic topology description {description:?} (expected e.g. \"pack:2 core:4 pu:2\")"
@@ -229,18 +240,29 @@ impl Topology {
     /// Binding threads on it is a no-op ([`Binding::NotThisSystem`]).
     ///
     /// # Errors
-    /// [`TopologyError::Synthetic`] when hwloc rejects the description.
+    /// [`TopologyError::Synthetic`] when hwloc rejects the description,
+    /// [`TopologyError::SyntheticTooLarge`] when it has more than [`MAX_SYNTHETIC_PUS`] PUs
+    /// (hwloc would build every one of them first).
     ///
     /// ```
     /// let t = parbench_mapper::Topology::synthetic("pack:1 core:4 pu:2")?;
     /// assert_eq!(t.cores()[0].pus.len(), 2);
     /// assert!(parbench_mapper::Topology::synthetic("pack:two").is_err());
+    /// let huge = parbench_mapper::Topology::synthetic("pack:100000 core:100000 pu:100000");
+    /// assert!(matches!(huge, Err(parbench_mapper::TopologyError::SyntheticTooLarge { .. })));
     /// # Ok::<(), parbench_mapper::TopologyError>(())
     /// ```
     pub fn synthetic(description: &str) -> Result<Self, TopologyError> {
         let rejected = || TopologyError::Synthetic {
             description: description.to_owned(),
         };
+        let pus = synthetic_pus(description);
+        if pus > MAX_SYNTHETIC_PUS as u64 {
+            return Err(TopologyError::SyntheticTooLarge {
+                description: description.to_owned(),
+                pus,
+            });
+        }
         let hw = hwlocality::Topology::builder()
             .from_synthetic(description)
             .map_err(|_| rejected())?
@@ -267,14 +289,20 @@ impl Topology {
             reason,
         };
         // hwloc's own message for a missing file is a bare "invalid input", so check first.
+        if path.is_dir() {
+            return Err(failed("it is a directory".to_owned()));
+        }
         if !path.is_file() {
             return Err(failed("no such file".to_owned()));
         }
+        // hwloc says only "invalid argument" (as a debug-printed errno) for any file it cannot
+        // parse, so say what that means instead.
+        let rejected = || failed("hwloc rejects it as invalid (not a topology XML?)".to_owned());
         let hw = hwlocality::Topology::builder()
             .from_xml_file(path)
-            .map_err(|e| failed(e.to_string()))?
+            .map_err(|_| rejected())?
             .build()
-            .map_err(|e| failed(e.to_string()))?;
+            .map_err(|_| rejected())?;
         Self::from_hwloc(&hw, TopologySource::Xml(path.to_owned()))
     }
 
@@ -525,6 +553,32 @@ pub fn parse_topology_arg(argument: &str) -> Result<Topology, TopologyError> {
     }
 }
 
+/// The most PUs a synthetic topology may have: twice the largest machines built so far, and
+/// small enough for hwloc to build in well under a second (8192 PUs: 0.3 s, 33 MB; 65 536 PUs
+/// took 12 s and 1 GB).
+pub const MAX_SYNTHETIC_PUS: usize = 8_192;
+
+/// The PUs a synthetic description asks for: the product of the arities of its levels
+/// (`type:N`, attributes in parentheses ignored), saturating. A level whose arity does not parse
+/// counts as 1 and is left for hwloc to reject.
+fn synthetic_pus(description: &str) -> u64 {
+    description
+        .split_whitespace()
+        .filter_map(|level| {
+            let (_, arity) = level.split_once(':')?;
+            let digits: &str = &arity[..arity
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(arity.len())];
+            // Longer than u64: saturate like the product does.
+            Some(
+                digits
+                    .parse::<u64>()
+                    .unwrap_or(if digits.is_empty() { 1 } else { u64::MAX }),
+            )
+        })
+        .fold(1_u64, u64::saturating_mul)
+}
+
 /// Compact rendering, one package per line block:
 ///
 /// ```text
@@ -587,6 +641,24 @@ fn plural(count: usize, noun: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn synthetic_topologies_past_the_pu_bound_are_refused_before_hwloc() {
+        assert_eq!(synthetic_pus("pack:2 core:4 pu:2"), 16);
+        assert_eq!(synthetic_pus("pack:2 core:4(memory=1GB) pu:2"), 16);
+        assert_eq!(synthetic_pus("pack:99999999999999999999 pu:2"), u64::MAX);
+        let huge = Topology::synthetic("pack:100000 core:100000 pu:100000");
+        assert!(
+            matches!(huge, Err(TopologyError::SyntheticTooLarge { pus, .. }) if pus == 1_000_000_000_000_000)
+        );
+        let at_bound = format!("pack:2 core:{} pu:2", MAX_SYNTHETIC_PUS / 4);
+        assert_eq!(synthetic_pus(&at_bound), MAX_SYNTHETIC_PUS as u64);
+        let past = format!("pack:2 core:{} pu:2", MAX_SYNTHETIC_PUS / 4 + 1);
+        assert!(matches!(
+            Topology::synthetic(&past),
+            Err(TopologyError::SyntheticTooLarge { .. })
+        ));
+    }
 
     #[test]
     fn synthetic_counts_match_description() {
@@ -713,6 +785,16 @@ mod tests {
             Topology::from_xml_file(&path),
             Err(TopologyError::Xml { .. })
         ));
+        // Human messages: no debug-printed errno, and a directory is not "no such file".
+        std::fs::write(&path, "<topology></topology>").unwrap();
+        let message = Topology::from_xml_file(&path).unwrap_err().to_string();
+        assert!(
+            message.ends_with("hwloc rejects it as invalid (not a topology XML?)"),
+            "{message}"
+        );
+        assert!(!message.contains("Errno"), "{message}");
+        let message = Topology::from_xml_file(&dir).unwrap_err().to_string();
+        assert!(message.ends_with("it is a directory"), "{message}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
