@@ -431,6 +431,49 @@ pub fn parse_key_value(text: &str) -> Result<(String, String), String> {
     }
 }
 
+/// A usage error as one complete line: clap's first line names the problem but puts what is
+/// missing or allowed on the lines below it, so those are joined in (usage and the `--help` tip
+/// are left out).
+///
+/// ```
+/// use clap::Parser;
+/// use parbench_cli::args::{Cli, usage_error_line};
+/// let error = Cli::try_parse_from(["parbench-cli", "plot", "r.json"]).unwrap_err();
+/// assert_eq!(usage_error_line(&error), "error: missing required argument: --output <FIG.svg>");
+/// ```
+#[must_use]
+pub fn usage_error_line(error: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() == ErrorKind::MissingRequiredArgument {
+        if let Some(ContextValue::Strings(missing)) = error.get(ContextKind::InvalidArg) {
+            let plural = if missing.len() == 1 { "" } else { "s" };
+            return format!(
+                "error: missing required argument{plural}: {}",
+                missing.join(", ")
+            );
+        }
+    }
+    let rendered = error.render().to_string();
+    let parts: Vec<String> = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.starts_with("Usage:") && !line.starts_with("For more information"))
+        .filter(|line| !line.is_empty())
+        .map(
+            |line| match line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                // `[possible values: a, b]` reads as an aside once it shares the error's line.
+                Some(inner) => format!("({inner})"),
+                None => line.to_owned(),
+            },
+        )
+        .collect();
+    if parts.is_empty() {
+        "error: invalid arguments".to_owned()
+    } else {
+        parts.join(" ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -563,6 +606,37 @@ mod tests {
             panic!("not plot")
         };
         assert_eq!(plot.output, PathBuf::from("f.svg"));
+    }
+
+    #[test]
+    fn usage_errors_name_what_is_missing_and_what_is_allowed() {
+        let line = |args: &[&str]| usage_error_line(&parse(args).unwrap_err());
+        assert_eq!(
+            line(&["latency", "--service", "matmul"]),
+            "error: missing required argument: <--qps <LIST>|--qps-range <A:B:STEP>>"
+        );
+        let missing = line(&["latency"]);
+        assert!(missing.starts_with("error: missing required arguments: --service <KERNEL>, "));
+        for args in [
+            &["compare"][..],
+            &["standings"],
+            &["map"],
+            &["profile"],
+            &["profile", "--"],
+            &["corun"],
+            &["reproduce"],
+        ] {
+            let missing = line(args);
+            assert!(
+                missing.starts_with("error: missing required argument"),
+                "{args:?}: {missing}"
+            );
+            assert!(!missing.ends_with(':'), "{args:?} names nothing: {missing}");
+        }
+        let invalid = line(&["sweep", "--format", "xml"]);
+        assert!(invalid.starts_with("error: invalid value 'xml' for '--format <FORMAT>'"));
+        assert!(invalid.contains("(possible values: "), "{invalid}");
+        assert!(!invalid.contains('\n') && !invalid.contains("Usage"));
     }
 
     #[test]

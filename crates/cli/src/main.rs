@@ -39,8 +39,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// Help and version go out as clap formats them; a usage error becomes its first line only (clap
-/// adds usage and tips below it, which would make the error several lines long).
+/// Help and version go out as clap formats them; a usage error becomes one line naming what is
+/// missing or allowed (clap adds usage and tips below it, which would make it several lines).
 fn report_parse_error(error: &clap::Error) -> ExitCode {
     match error.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -53,12 +53,7 @@ fn report_parse_error(error: &clap::Error) -> ExitCode {
             ExitCode::from(EXIT_BAD_INPUT)
         }
         _ => {
-            let rendered = error.render().to_string();
-            let first = rendered
-                .lines()
-                .next()
-                .unwrap_or("error: invalid arguments");
-            eprintln!("{first}");
+            eprintln!("{}", parbench_cli::args::usage_error_line(error));
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }

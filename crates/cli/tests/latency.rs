@@ -67,7 +67,10 @@ fn bad_input_is_one_line_and_exit_code_2() {
             &["--service", "matmul", "--qps", "100", "--warmup", "0"],
             "at least 1",
         ),
-        (&["--service", "matmul"], "required arguments"),
+        (
+            &["--service", "matmul"],
+            "missing required argument: <--qps",
+        ),
         (
             &["--service", "matmul", "--qps", "100", "--width", "64"],
             "takes no parameter `width`",
