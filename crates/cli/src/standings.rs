@@ -86,9 +86,10 @@ pub enum StandingsFormat {
     Text,
     /// A Markdown table.
     Markdown,
-    /// CSV, one row per kernel ([`StandingRow`]'s fields as columns).
+    /// CSV, one row per kernel: the kernel, the reports used, the ratio to the fastest other
+    /// (median, min, max), wins, the closest others, and the one-thread ratio to seq.
     Csv,
-    /// JSON: the comparison and one [`StandingRow`] per kernel.
+    /// JSON: what is compared, and one object per kernel with the CSV's columns as fields.
     Json,
 }
 
@@ -695,6 +696,22 @@ fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn help_describes_the_formats_without_internal_names() {
+        use clap::CommandFactory;
+        let mut command = crate::args::Cli::command();
+        let help = command
+            .find_subcommand_mut("standings")
+            .expect("standings exists")
+            .render_long_help()
+            .to_string();
+        assert!(help.contains("one row per kernel"), "{help}");
+        assert!(
+            !help.contains("StandingRow") && !help.contains("[`"),
+            "{help}"
+        );
+    }
 
     /// A report with one kernel's cells: `(scheduler, threads, time)`.
     fn report(kernel: &str, cells: &[(&str, &str, f64)]) -> Report {
