@@ -86,23 +86,23 @@ pub struct SweepArgs {
     /// `schedule(dynamic, N)`; default 1); `dynamic,dynamic:64` measures both.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub schedulers: Option<Vec<String>>,
-    /// Timed runs per cell in each round.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_RUNS, value_parser = parse_positive)]
+    /// Timed runs per cell in each round [at most 1000000; runs × rounds at most 10000000].
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_RUNS, value_parser = parse_runs)]
     pub runs: usize,
     /// Rounds: the whole plan is measured this many times, each round in a fresh process with
-    /// the cells in a new shuffled order.
-    #[arg(long, value_name = "R", default_value_t = DEFAULT_ROUNDS, value_parser = parse_positive)]
+    /// the cells in a new shuffled order [at most 1000].
+    #[arg(long, value_name = "R", default_value_t = DEFAULT_ROUNDS, value_parser = parse_rounds)]
     pub rounds: usize,
     /// Seed of the rounds' cell orders [default: from the clock; recorded in the results].
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
     /// Interleave the schedulers: each cell's timed runs are split into B blocks, and the cells of
     /// one kernel and thread count take turns block by block, so every scheduler samples the same
-    /// stretches of a drifting machine (1: each cell's runs back to back).
-    #[arg(long, value_name = "B", default_value_t = DEFAULT_INTERLEAVE, value_parser = parse_positive)]
+    /// stretches of a drifting machine (1: each cell's runs back to back) [at most 1000000].
+    #[arg(long, value_name = "B", default_value_t = DEFAULT_INTERLEAVE, value_parser = parse_runs)]
     pub interleave: usize,
-    /// Untimed warm-up runs per cell, before the timed ones.
-    #[arg(long, value_name = "W", default_value_t = DEFAULT_WARMUP, value_parser = parse_count)]
+    /// Untimed warm-up runs per cell, before the timed ones [at most 1000000].
+    #[arg(long, value_name = "W", default_value_t = DEFAULT_WARMUP, value_parser = parse_warmup)]
     pub warmup: usize,
     /// Kernel parameters, each passed only to the kernels that declare it.
     #[command(flatten)]
@@ -128,6 +128,43 @@ pub struct SweepArgs {
     #[arg(long, short)]
     pub quiet: bool,
 }
+
+impl SweepArgs {
+    /// Checks what the parsers cannot see one value at a time: the samples a cell collects over
+    /// all rounds stay within [`MAX_SAMPLES_PER_CELL`].
+    ///
+    /// ```
+    /// use clap::Parser;
+    /// use parbench_cli::args::{Cli, Command};
+    /// let cli = Cli::try_parse_from(["parbench-cli", "sweep", "--runs", "1000000", "--rounds", "1000"])?;
+    /// let Command::Sweep(sweep) = cli.command else { unreachable!() };
+    /// assert!(sweep.check_bounds().unwrap_err().contains("--runs 1000000 × --rounds 1000"));
+    /// # Ok::<(), clap::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// A one-line message naming the options and the bound.
+    pub fn check_bounds(&self) -> Result<(), String> {
+        match self.runs.checked_mul(self.rounds) {
+            Some(samples) if samples <= MAX_SAMPLES_PER_CELL => Ok(()),
+            _ => Err(format!(
+                "--runs {} × --rounds {} is more than {MAX_SAMPLES_PER_CELL} samples per cell",
+                self.runs, self.rounds
+            )),
+        }
+    }
+}
+
+/// The most timed runs per cell (`--runs` of `sweep`, `locks` and `reproduce`; `--interleave`):
+/// a million samples are 8 MB per cell and far more than any interval needs.
+pub const MAX_RUNS: usize = 1_000_000;
+/// The most untimed warm-up runs per cell (`--warmup` of `sweep` and `locks`).
+pub const MAX_WARMUP: usize = 1_000_000;
+/// The most rounds (child processes) of one sweep (`--rounds`).
+pub const MAX_ROUNDS: usize = 1_000;
+/// The most samples one sweep cell may collect over all its rounds (`--runs` × `--rounds`):
+/// 80 MB of samples per cell, kept in memory and written to every report.
+pub const MAX_SAMPLES_PER_CELL: usize = 10_000_000;
 
 /// Timed runs per cell and round when `--runs` is not given: enough for a distribution-free
 /// interval of each round's median, and over [`DEFAULT_ROUNDS`] rounds 60 samples per cell, past
@@ -383,6 +420,58 @@ pub fn parse_positive(text: &str) -> Result<usize, String> {
     }
 }
 
+/// Parses an integer in `min..=max`, naming the bound that is exceeded.
+///
+/// ```
+/// use parbench_cli::args::parse_in_range;
+/// assert_eq!(parse_in_range("7", 1, 10), Ok(7));
+/// assert!(parse_in_range("0", 1, 10).unwrap_err().contains("at least 1"));
+/// assert!(parse_in_range("11", 1, 10).unwrap_err().contains("at most 10"));
+/// ```
+///
+/// # Errors
+/// A message for clap when the text is not an integer or lies outside the range.
+pub fn parse_in_range(text: &str, min: usize, max: usize) -> Result<usize, String> {
+    let value = parse_count(text)?;
+    if value < min {
+        Err(format!("must be at least {min}, got {value}"))
+    } else if value > max {
+        Err(format!("must be at most {max}, got {value}"))
+    } else {
+        Ok(value)
+    }
+}
+
+/// Parses a number of timed runs: 1 to [`MAX_RUNS`].
+///
+/// ```
+/// use parbench_cli::args::parse_runs;
+/// assert_eq!(parse_runs("10"), Ok(10));
+/// assert!(parse_runs("0").is_err() && parse_runs("18446744073709551615").is_err());
+/// ```
+///
+/// # Errors
+/// A message for clap naming the bound.
+pub fn parse_runs(text: &str) -> Result<usize, String> {
+    parse_in_range(text, 1, MAX_RUNS)
+}
+
+/// Parses a number of warm-up runs: 0 to [`MAX_WARMUP`].
+///
+/// # Errors
+/// A message for clap naming the bound.
+pub fn parse_warmup(text: &str) -> Result<usize, String> {
+    parse_in_range(text, 0, MAX_WARMUP)
+}
+
+/// Parses a number of rounds: 1 to [`MAX_ROUNDS`].
+///
+/// # Errors
+/// A message for clap naming the bound.
+pub fn parse_rounds(text: &str) -> Result<usize, String> {
+    parse_in_range(text, 1, MAX_ROUNDS)
+}
+
 /// Parses a positive number of seconds (fractions allowed), e.g. `2.5`.
 ///
 /// ```
@@ -551,6 +640,40 @@ mod tests {
         assert!(parse(&["sweep", "--runs", "0"]).is_err());
         assert!(parse(&["sweep", "--threads", "0"]).is_err());
         assert_eq!(sweep(&["--warmup", "0"]).warmup, 0);
+    }
+
+    #[test]
+    fn counts_past_their_bound_are_usage_errors() {
+        for (option, past) in [
+            ("--runs", MAX_RUNS + 1),
+            ("--rounds", MAX_ROUNDS + 1),
+            ("--warmup", MAX_WARMUP + 1),
+            ("--interleave", MAX_RUNS + 1),
+        ] {
+            let error = parse(&["sweep", option, &past.to_string()]).unwrap_err();
+            assert!(
+                error.to_string().contains("must be at most"),
+                "{option}: {error}"
+            );
+            let error = parse(&["sweep", option, "18446744073709551615"]).unwrap_err();
+            assert!(
+                error.to_string().contains("must be at most"),
+                "{option}: {error}"
+            );
+        }
+        assert_eq!(sweep(&["--runs", &MAX_RUNS.to_string()]).runs, MAX_RUNS);
+        assert_eq!(
+            sweep(&["--warmup", &MAX_WARMUP.to_string()]).warmup,
+            MAX_WARMUP
+        );
+    }
+
+    #[test]
+    fn samples_per_cell_past_their_bound_are_usage_errors() {
+        let s = sweep(&["--runs", &MAX_RUNS.to_string(), "--rounds", "11"]);
+        assert!(s.check_bounds().is_err());
+        let s = sweep(&["--runs", &MAX_RUNS.to_string(), "--rounds", "10"]);
+        assert!(s.check_bounds().is_ok());
     }
 
     #[test]

@@ -225,6 +225,7 @@ pub(crate) fn file_format(
 }
 
 fn sweep(args: &SweepArgs) -> Result<(), CliError> {
+    args.check_bounds().map_err(CliError::Usage)?;
     let plan = plan_from_args(args)?;
     check_thread_counts(&plan)?;
     let (output, stdout_format) = OutputFile::from_args(args.output.as_deref(), args.format)?;

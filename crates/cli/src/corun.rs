@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use clap::Args;
 use parbench_mapper::corun::{
-    ChildOutput, CommandSpec, CorunOptions, CorunReport, corun, map_running,
+    ChildOutput, CommandSpec, CommandStatus, CorunOptions, CorunReport, corun, map_running,
     stop_on_termination_signals,
 };
 use parbench_mapper::perf::{CommandProfile, MixSource, ProfileRequest, profile_command};
@@ -23,7 +23,7 @@ use parbench_mapper::tasks::Pid;
 use parbench_mapper::{Algorithm, InstrClass, InstructionMix, Topology};
 use serde::Serialize;
 
-use crate::args::{parse_positive, parse_seconds};
+use crate::args::{parse_in_range, parse_seconds};
 use crate::commands::write_stdout;
 use crate::error::CliError;
 use crate::stats::{SplitMix64, Summary, student_t95};
@@ -59,8 +59,8 @@ pub struct CorunArgs {
     /// Algorithms for --compare [default: every named one; `os` is always included].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub algorithms: Option<Vec<String>>,
-    /// Runs per algorithm with --compare.
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_positive)]
+    /// Runs per algorithm with --compare [at most 1000].
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_repeat)]
     pub repeat: usize,
     /// Seed of the shuffled run order of --compare.
     #[arg(long, value_name = "S", default_value_t = 1)]
@@ -69,8 +69,9 @@ pub struct CorunArgs {
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Option<Duration>,
     /// How often /proc is scanned for new and exited threads after a change, in milliseconds
-    /// (the interval doubles up to 100 ms, or this value if larger, while nothing changes).
-    #[arg(long, value_name = "MS", default_value_t = 10, value_parser = parse_positive)]
+    /// (the interval doubles up to 100 ms, or this value if larger, while nothing changes) [at
+    /// most 60000].
+    #[arg(long, value_name = "MS", default_value_t = 10, value_parser = parse_poll_ms)]
     pub poll_ms: usize,
     /// Also write the report(s) as JSON.
     #[arg(long, short, value_name = "FILE")]
@@ -78,6 +79,14 @@ pub struct CorunArgs {
     /// The commands: `CMD1 ARGS ::: CMD2 ARGS [::: …]`.
     #[arg(last = true, required = true, value_name = "COMMANDS")]
     pub commands: Vec<String>,
+}
+
+fn parse_repeat(text: &str) -> Result<usize, String> {
+    parse_in_range(text, 1, 1_000)
+}
+
+fn parse_poll_ms(text: &str) -> Result<usize, String> {
+    parse_in_range(text, 1, 60_000)
 }
 
 /// Splits `CMD1 A ::: CMD2 B` into command lines.
@@ -215,6 +224,7 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
     };
     if !args.compare {
         let report = corun(&topology, &specs, &options, stop)?;
+        check_started(&report)?;
         write_stdout(|out| {
             header(out)?;
             write!(out, "{report}")
@@ -235,6 +245,7 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
             eprintln!("run {}/{total}: {algorithm}", runs.len() + 1);
             options.algorithm = algorithm;
             let report = corun(&topology, &specs, &options, stop)?;
+            check_started(&report)?;
             let stopped = report.stopped.is_some();
             runs.push(report);
             if stopped && is_interrupted(stop) {
@@ -257,6 +268,20 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
                 runs: &runs,
             },
         )?;
+    }
+    Ok(())
+}
+
+/// A command that could not be started (no such program, not executable) is bad input, not a
+/// result: every later run would fail the same way.
+fn check_started(report: &CorunReport) -> Result<(), CliError> {
+    for command in &report.commands {
+        if let CommandStatus::FailedToStart { reason } = &command.status {
+            return Err(CliError::Usage(format!(
+                "cannot start `{}`: {reason}",
+                command.argv.join(" ")
+            )));
+        }
     }
     Ok(())
 }

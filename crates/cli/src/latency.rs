@@ -30,7 +30,7 @@ use parbench_kernels::{Kernel, Params, find_kernel};
 use parbench_mapper::perf::{Metrics, Profile, Quantity, StudyMetrics, nominal_frequency_mhz};
 use plotters::prelude::*;
 
-use crate::args::{KernelParamArgs, parse_positive};
+use crate::args::{KernelParamArgs, parse_in_range, parse_positive};
 use crate::error::CliError;
 use crate::export::ExportFormat;
 use crate::results::{Cell, Metadata, MetricSeries, Report};
@@ -65,20 +65,22 @@ pub struct LatencyArgs {
     /// The kernel serving each request (see `list`; `spmv` means `spmv-balanced`).
     #[arg(long, value_name = "KERNEL")]
     pub service: String,
-    /// Offered loads in requests per second, e.g. `100,200,400`.
+    /// Offered loads in requests per second, e.g. `100,200,400` [at most 1e9 each].
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_qps)]
     pub qps: Vec<f64>,
-    /// Offered loads from A to B (inclusive) in steps of STEP, e.g. `500:3000:500`.
+    /// Offered loads from A to B (inclusive) in steps of STEP, e.g. `500:3000:500` [at most 1000
+    /// loads].
     #[arg(long, value_name = "A:B:STEP", value_parser = parse_qps_range)]
     pub qps_range: Option<QpsRange>,
     /// Server placements: single, cores, smt, cpus:LIST (`;`-separated when a list has commas).
     #[arg(long, value_name = "LIST", default_value = "single,cores")]
     pub placement: String,
-    /// Measured requests per load.
-    #[arg(long, value_name = "N", default_value_t = 2000, value_parser = parse_positive)]
+    /// Measured requests per load [at most 1000000].
+    #[arg(long, value_name = "N", default_value_t = 2000, value_parser = parse_requests)]
     pub requests: usize,
-    /// Requests sent first at each load and left out of the statistics (at least 1).
-    #[arg(long, value_name = "W", default_value_t = 100, value_parser = parse_positive)]
+    /// Requests sent first at each load and left out of the statistics (at least 1) [at most
+    /// 1000000].
+    #[arg(long, value_name = "W", default_value_t = 100, value_parser = parse_requests)]
     pub warmup: usize,
     /// Seed of the exponential arrival schedule.
     #[arg(long, value_name = "S", default_value_t = 1)]
@@ -89,17 +91,18 @@ pub struct LatencyArgs {
     /// A load stops (saturated) when more requests than this wait.
     #[arg(long, value_name = "N", default_value_t = Bounds::default().max_backlog, value_parser = parse_positive)]
     pub max_backlog: usize,
-    /// A load stops (saturated) after this many seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = Bounds::default().max_duration.as_secs_f64(), value_parser = parse_seconds)]
+    /// A load stops (saturated) after this many seconds [at most 86400, a day].
+    #[arg(long, value_name = "SECONDS", default_value_t = Bounds::default().max_duration.as_secs_f64(), value_parser = parse_max_duration)]
     pub max_duration: f64,
     /// Scale the requests with the load as TailBench does — warm-up = 4·F·QPS requests,
     /// measurement = 3 × warm-up (F = 1 is the study's setting: 16 s of arrivals per load) —
-    /// instead of `--requests`/`--warmup`.
-    #[arg(long, value_name = "F", value_parser = parse_seconds, conflicts_with_all = ["requests", "warmup"])]
+    /// instead of `--requests`/`--warmup` [F at most 1000; each load's warm-up and measured
+    /// requests at most 1000000].
+    #[arg(long, value_name = "F", value_parser = parse_scale_factor, conflicts_with_all = ["requests", "warmup"])]
     pub scale_with_qps: Option<f64>,
     /// Kernel runs per request: serve each request with N back-to-back runs of the kernel, for a
-    /// service time well above the server's own per-request cost.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_positive)]
+    /// service time well above the server's own per-request cost [at most 1000000].
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_runs_per_request)]
     pub runs_per_request: usize,
     /// Record per-worker perf counters during each load's measured requests (software events
     /// always; hardware events where a PMU exists, otherwise listed as unavailable).
@@ -165,16 +168,36 @@ impl QpsRange {
     }
 }
 
-/// Parses one load: a positive, finite number of requests per second.
+/// The most loads one `--qps-range` may expand to (each load is a measurement of its own).
+pub const MAX_LOADS: usize = 1_000;
+/// The highest offered load (`--qps`, `--qps-range`): one request per nanosecond, the resolution
+/// of the arrival schedule.
+pub const MAX_QPS: f64 = 1e9;
+/// The most warm-up or measured requests per load (`--requests`, `--warmup`, and what
+/// `--scale-with-qps` asks for at each load): every request keeps its timestamps in memory.
+pub const MAX_REQUESTS: usize = 1_000_000;
+/// The longest a load point may last (`--max-duration`, seconds).
+pub const MAX_DURATION_S: f64 = 86_400.0;
+/// The largest `--scale-with-qps` factor (1 is the study's 16 s of arrivals per load).
+pub const MAX_SCALE_FACTOR: f64 = 1_000.0;
+/// The most kernel runs per request (`--runs-per-request`).
+pub const MAX_RUNS_PER_REQUEST: usize = 1_000_000;
+
+/// Parses one load: a positive, finite number of requests per second, at most [`MAX_QPS`].
 ///
 /// ```
 /// use parbench_cli::latency::parse_qps;
 /// assert_eq!(parse_qps("250"), Ok(250.0));
 /// assert!(parse_qps("0").unwrap_err().contains("positive"));
+/// assert!(parse_qps("1e12").unwrap_err().contains("at most"));
 /// ```
 pub fn parse_qps(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
-        Ok(qps) if qps.is_finite() && qps > 0.0 => Ok(qps),
+        Ok(qps) if qps.is_finite() && qps > 0.0 && qps <= MAX_QPS => Ok(qps),
+        Ok(qps) if qps > MAX_QPS => Err(format!(
+            "QPS must be at most {MAX_QPS:e}, got '{}'",
+            text.trim()
+        )),
         _ => Err(format!(
             "QPS must be a positive number, got '{}'",
             text.trim()
@@ -202,17 +225,55 @@ pub fn parse_qps_range(text: &str) -> Result<QpsRange, String> {
     if range.from > range.to {
         return Err(format!("range '{text}' is empty (write it low:high:step)"));
     }
+    if (range.to - range.from) / range.step >= MAX_LOADS as f64 {
+        return Err(format!(
+            "range '{text}' has too many loads: at most {MAX_LOADS}; use a larger step"
+        ));
+    }
     Ok(range)
 }
 
-fn parse_seconds(text: &str) -> Result<f64, String> {
+/// A positive, finite number up to `max`; `what` names it in the message.
+fn parse_positive_up_to(text: &str, max: f64, what: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
-        Ok(seconds) if seconds.is_finite() && seconds > 0.0 => Ok(seconds),
-        _ => Err(format!(
-            "'{}' is not a positive number of seconds",
+        Ok(value) if value.is_finite() && value > 0.0 && value <= max => Ok(value),
+        Ok(value) if value > max => Err(format!(
+            "{what} must be at most {max}, got '{}'",
             text.trim()
         )),
+        _ => Err(format!("'{}' is not a positive {what}", text.trim())),
     }
+}
+
+fn parse_max_duration(text: &str) -> Result<f64, String> {
+    parse_positive_up_to(text, MAX_DURATION_S, "number of seconds")
+}
+
+fn parse_scale_factor(text: &str) -> Result<f64, String> {
+    parse_positive_up_to(text, MAX_SCALE_FACTOR, "scale factor")
+}
+
+fn parse_requests(text: &str) -> Result<usize, String> {
+    parse_in_range(text, 1, MAX_REQUESTS)
+}
+
+fn parse_runs_per_request(text: &str) -> Result<usize, String> {
+    parse_in_range(text, 1, MAX_RUNS_PER_REQUEST)
+}
+
+/// Refuses a load at which `--scale-with-qps` asks for more than [`MAX_REQUESTS`] warm-up or
+/// measured requests (the factor and the load are each within bounds, their product need not be).
+fn check_request_counts(config: &CurveConfig) -> Result<(), CliError> {
+    for &qps in &config.qps {
+        let (warmup, measured) = config.counts_at(qps);
+        if warmup.max(measured) > MAX_REQUESTS {
+            return Err(CliError::Usage(format!(
+                "--scale-with-qps at {qps} QPS asks for {warmup} warm-up and {measured} measured \
+                 requests; at most {MAX_REQUESTS} each (lower the factor or the load)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The kernel serving requests: a registry name, or `spmv` for `spmv-balanced`.
@@ -465,7 +526,15 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
         per_qps,
     };
     config.validate().map_err(latency_error)?;
+    check_request_counts(&config)?;
     let (plans, notes) = this_machine_plans(&args.placement)?;
+    if plans.is_empty() {
+        // Every placement was skipped: nothing would be measured, which is not a result.
+        return Err(CliError::Usage(format!(
+            "no requested placement can run on this machine ({})",
+            notes.join("; ")
+        )));
+    }
     let output = output_file(args)?;
     let setup = LatencySetup {
         kernel,

@@ -17,8 +17,9 @@ use std::time::Duration;
 
 use clap::Args;
 use parbench_atomics::{Backend, LockBenchRun, LockKind, MutexKind, lock_bench};
+use parbench_kernels::check_thread_count;
 
-use crate::args::{ThreadCounts, parse_count, parse_positive, parse_thread_counts};
+use crate::args::{ThreadCounts, parse_in_range, parse_runs, parse_thread_counts, parse_warmup};
 use crate::commands::{OutputFile, write_stdout};
 use crate::error::CliError;
 use crate::export::ExportFormat;
@@ -52,17 +53,18 @@ pub struct LocksArgs {
     /// the available cores].
     #[arg(long, value_name = "LIST", value_parser = parse_thread_counts)]
     pub threads: Option<ThreadCounts>,
-    /// Acquisitions per thread in one run (the threads share `threads × N`).
-    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = parse_positive_u64)]
+    /// Acquisitions per thread in one run (the threads share `threads × N`) [at most
+    /// 1000000000].
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = parse_iterations)]
     pub iterations: u64,
-    /// Busy-wait inside each critical section, in nanoseconds.
-    #[arg(long, value_name = "NS", default_value_t = 0, value_parser = parse_count_u64)]
+    /// Busy-wait inside each critical section, in nanoseconds [at most 1000000, 1 ms].
+    #[arg(long, value_name = "NS", default_value_t = 0, value_parser = parse_critical_section)]
     pub critical_section: u64,
-    /// Timed runs per cell.
-    #[arg(long, value_name = "R", default_value_t = 10, value_parser = parse_positive)]
+    /// Timed runs per cell [at most 1000000].
+    #[arg(long, value_name = "R", default_value_t = 10, value_parser = parse_runs)]
     pub runs: usize,
-    /// Untimed warm-up runs per cell, before the timed ones.
-    #[arg(long, value_name = "W", default_value_t = 1, value_parser = parse_count)]
+    /// Untimed warm-up runs per cell, before the timed ones [at most 1000000].
+    #[arg(long, value_name = "W", default_value_t = 1, value_parser = parse_warmup)]
     pub warmup: usize,
     /// Output format of stdout, or of `--output` [default: table; for a file: from its extension].
     #[arg(long, value_enum)]
@@ -70,17 +72,24 @@ pub struct LocksArgs {
     /// Also write the results to FILE (rewritten after every cell).
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// No progress bar on stderr (the backends and the note are still printed).
+    /// No progress bar, backends or note on stderr (the note is still stored in the report).
     #[arg(long, short)]
     pub quiet: bool,
 }
 
-fn parse_positive_u64(text: &str) -> Result<u64, String> {
-    parse_positive(text).map(|n| n as u64)
+/// The most acquisitions per thread in one run (`--iterations`): seconds to minutes of a
+/// contended lock, not days.
+pub const MAX_ITERATIONS: usize = 1_000_000_000;
+/// The longest critical section (`--critical-section`, ns): a lock benchmark's critical sections
+/// are short; past a millisecond a run of the default iterations takes minutes per thread.
+pub const MAX_CRITICAL_SECTION_NS: usize = 1_000_000;
+
+fn parse_iterations(text: &str) -> Result<u64, String> {
+    parse_in_range(text, 1, MAX_ITERATIONS).map(|n| n as u64)
 }
 
-fn parse_count_u64(text: &str) -> Result<u64, String> {
-    parse_count(text).map(|n| n as u64)
+fn parse_critical_section(text: &str) -> Result<u64, String> {
+    parse_in_range(text, 0, MAX_CRITICAL_SECTION_NS).map(|n| n as u64)
 }
 
 /// One lock to measure: a mutex kind with the backend its spin lock uses.
@@ -162,8 +171,9 @@ pub fn measure_cell(
         ("backend", lock.backend_label()),
         ("threads", threads_label.as_str()),
     ];
-    let mut measured: Vec<LockBenchRun> = Vec::with_capacity(runs);
-    for run in 0..warmup + runs {
+    let mut measured: Vec<LockBenchRun> = Vec::new();
+    let total = warmup.saturating_add(runs);
+    for run in 0..total {
         match lock_bench(
             lock.kind,
             lock.backend,
@@ -174,7 +184,7 @@ pub fn measure_cell(
             Ok(result) if run >= warmup => measured.push(result),
             Ok(_) => {}
             Err(error) => {
-                on_run((warmup + runs - run) as u64);
+                on_run((total - run) as u64);
                 return Cell::failed(&labels, error.to_string());
             }
         }
@@ -207,18 +217,17 @@ pub fn measure_cell(
 /// cannot be written.
 pub fn run(args: &LocksArgs) -> Result<(), CliError> {
     let (output, stdout_format) = OutputFile::from_args(args.output.as_deref(), args.format)?;
+    let threads = match &args.threads {
+        Some(counts) => counts.0.clone(),
+        None => ThreadCounts::up_to_available_cores().0,
+    };
+    check_thread_count(threads.iter().copied().max().unwrap_or(1))?;
     let backends = Backend::available();
     let backend_names: Vec<&str> = backends.iter().map(|b| b.name()).collect();
     let backends_line = format!(
         "backends available on this CPU: {}",
         backend_names.join(", ")
     );
-    eprintln!("{backends_line}");
-    eprintln!("{TIMING_NOTE}");
-    let threads = match &args.threads {
-        Some(counts) => counts.0.clone(),
-        None => ThreadCounts::up_to_available_cores().0,
-    };
     let locks = LockUnderTest::all(&backends);
     let critical_section = Duration::from_nanos(args.critical_section);
 
@@ -235,10 +244,16 @@ pub fn run(args: &LocksArgs) -> Result<(), CliError> {
         ("note".to_owned(), TIMING_NOTE.to_owned()),
     ]));
     if let Some(output) = &output {
-        // An unwritable path fails now, not after the measurements.
+        // An unwritable path fails now, before anything is printed or measured.
         output.write(&report)?;
     }
-    let total_runs = (locks.len() * threads.len() * (args.warmup + args.runs)) as u64;
+    if !args.quiet {
+        eprintln!("{backends_line}");
+        eprintln!("{TIMING_NOTE}");
+    }
+    let total_runs = (locks.len() as u64)
+        .saturating_mul(threads.len() as u64)
+        .saturating_mul(args.warmup.saturating_add(args.runs) as u64);
     let progress = Progress::new(total_runs, args.quiet);
     for lock in &locks {
         for &count in &threads {

@@ -24,7 +24,7 @@ use parbench_mapper::{
     run_scenario_suite,
 };
 
-use crate::args::{parse_count, parse_positive};
+use crate::args::{parse_in_range, parse_positive};
 use crate::commands::write_stdout;
 use crate::error::CliError;
 
@@ -43,7 +43,8 @@ use crate::error::CliError;
 /// ```
 #[derive(Debug, Args)]
 pub struct MapArgs {
-    /// `this`, `synthetic:DESCRIPTION` (e.g. "synthetic:pack:1 core:4 pu:2") or `xml:FILE`.
+    /// `this`, `synthetic:DESCRIPTION` (e.g. "synthetic:pack:1 core:4 pu:2"; at most 8192 PUs) or
+    /// `xml:FILE`.
     #[arg(long, value_name = "TOPOLOGY", default_value = "this")]
     pub topology: String,
     /// Kernels whose threads are mapped, comma-separated (threads go to them in blocks).
@@ -83,24 +84,43 @@ pub struct MapArgs {
     /// Seed of the random placements the model compares against.
     #[arg(long, value_name = "S", default_value_t = 1, value_parser = parse_count_u64)]
     pub seed: u64,
-    /// Number of random placements the model compares against.
-    #[arg(long, value_name = "N", default_value_t = 100, value_parser = parse_count)]
+    /// Number of random placements the model compares against [at most 100000].
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = parse_random_samples)]
     pub random_samples: usize,
     /// Also measure scenarios A (alone), B (two copies on sibling PUs), C (with a different-unit
     /// partner on the sibling) for every kernel of --kernels on a real SMT core of this machine,
     /// reported as time relative to A with the geometric mean over kernels.
     #[arg(long)]
     pub scenarios: bool,
-    /// Length of each scenario measurement, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 200, value_parser = parse_positive)]
+    /// Length of each scenario measurement, in milliseconds [at most 60000].
+    #[arg(long, value_name = "MS", default_value_t = 200, value_parser = parse_scenario_ms)]
     pub scenario_ms: usize,
-    /// Repetitions of every kernel's scenarios (interleaved); the median is reported.
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_positive)]
+    /// Repetitions of every kernel's scenarios (interleaved); the median is reported [at most
+    /// 1000].
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_scenario_repetitions)]
     pub scenario_repetitions: usize,
 }
 
 fn parse_count_u64(text: &str) -> Result<u64, String> {
-    parse_count(text).map(|n| n as u64)
+    text.trim()
+        .parse()
+        .map_err(|_| format!("'{}' is not a non-negative integer", text.trim()))
+}
+
+/// The most random placements `map` compares against (`--random-samples`): each is a whole
+/// mapping evaluated on the model, and 100 000 already pin the baseline down.
+pub const MAX_RANDOM_SAMPLES: usize = 100_000;
+
+fn parse_random_samples(text: &str) -> Result<usize, String> {
+    parse_in_range(text, 0, MAX_RANDOM_SAMPLES)
+}
+
+fn parse_scenario_ms(text: &str) -> Result<usize, String> {
+    parse_in_range(text, 1, 60_000)
+}
+
+fn parse_scenario_repetitions(text: &str) -> Result<usize, String> {
+    parse_in_range(text, 1, 1_000)
 }
 
 /// The mixes of `kernels`: from the profile naming a kernel, else its declared mix, with one line

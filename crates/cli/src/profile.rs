@@ -151,6 +151,8 @@ pub fn run(args: &ProfileArgs) -> Result<(), CliError> {
     };
     let kernel = find_kernel(kernel.trim())?;
     let params = kernel_params(kernel, &args.params)?;
+    // Past the OS's limits, starting the threads would abort the process instead of failing.
+    parbench_kernels::check_thread_count(args.threads)?;
     let (profile, reports) = profile_kernel(kernel, &params, args.threads)?;
     let declared = InstructionMix::declared_for_kernel(kernel.name());
     let (mixes, source) = profile.mixes_or(declared);

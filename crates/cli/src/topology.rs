@@ -24,7 +24,8 @@ use crate::error::CliError;
 /// ```
 #[derive(Debug, Args)]
 pub struct TopologyArgs {
-    /// An hwloc synthetic description of a machine to plan for, e.g. "pack:2 core:4 pu:2".
+    /// An hwloc synthetic description of a machine to plan for, e.g. "pack:2 core:4 pu:2" [at
+    /// most 8192 PUs].
     #[arg(long, value_name = "DESC", conflicts_with = "xml")]
     pub synthetic: Option<String>,
     /// An hwloc XML export (`lstopo machine.xml`) of a machine to plan for.

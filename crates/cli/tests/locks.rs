@@ -75,7 +75,8 @@ fn json_report_has_every_lock_and_backend_with_throughput_and_fairness() {
 
 #[test]
 fn stderr_names_the_available_backends_and_the_emulation_note_first() {
-    let (_, err) = tiny("2", &[]);
+    let args: Vec<&str> = TINY.iter().copied().filter(|&a| a != "--quiet").collect();
+    let (_, err) = cli_ok(&[&args[..], &["--threads", "2"]].concat());
     let names: Vec<&str> = Backend::available().iter().map(|b| b.name()).collect();
     let mut lines = err.lines();
     assert_eq!(
@@ -117,5 +118,23 @@ fn bad_input_is_one_line_and_exit_2() {
     assert_bad_input(
         &["locks", "--iterations", "10", "--output", "r.txt"],
         &["--format"],
+    );
+}
+
+#[test]
+fn quiet_prints_only_the_error_for_an_unwritable_output() {
+    // The backends and the note used to come first, even with --quiet.
+    assert_bad_input(
+        &[
+            "locks",
+            "-q",
+            "--threads",
+            "1",
+            "--iterations",
+            "1",
+            "-o",
+            "/nonexistent-dir/locks.json",
+        ],
+        &["/nonexistent-dir/locks.json"],
     );
 }

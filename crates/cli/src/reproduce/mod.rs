@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use crate::args::parse_positive;
+use crate::args::parse_runs;
 use crate::commands::write_stdout;
 use crate::error::CliError;
 use crate::progress::Progress;
@@ -166,8 +166,8 @@ pub struct ReproduceArgs {
     /// tiny (seconds), default (< 10 minutes on 2 cores) or full (the study's own sizes).
     #[arg(long, value_enum, default_value_t = Scale::Default)]
     pub scale: Scale,
-    /// Timed runs per cell instead of the scale's.
-    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    /// Timed runs per cell instead of the scale's [at most 1000000].
+    #[arg(long, value_name = "N", value_parser = parse_runs)]
     pub runs: Option<usize>,
     /// Directory for report.md, the figures and results.json [default: reproduce-STUDY].
     #[arg(long, short, value_name = "DIR")]
@@ -200,6 +200,11 @@ pub fn run(args: &ReproduceArgs) -> Result<(), CliError> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("reproduce-{name}")));
+    // An unwritable directory fails now, before the plan is printed and the study measured.
+    std::fs::create_dir_all(&dir).map_err(|source| CliError::Write {
+        path: dir.clone(),
+        source,
+    })?;
     let mut run = StudyRun::new(args.scale, args.runs, args.quiet);
     run.note(&format!(
         "reproduce {name} at scale {}: {}",

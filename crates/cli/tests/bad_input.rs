@@ -1,0 +1,296 @@
+//! Bad input across the commands: every value past its documented bound, every missing or
+//! malformed argument, ends in exactly one `error:` line and exit code 2 — never a panic, an
+//! abort, or an exit 0 with nothing measured. Nothing here measures for long: each command fails
+//! before it starts, or runs the smallest possible workload.
+
+mod support;
+
+use std::fs;
+
+use support::{assert_bad_input, cli_ok, scratch};
+
+/// `u64::MAX`, the largest number the audit fed to every option.
+const HUGE: &str = "18446744073709551615";
+
+/// A sweep that would finish in milliseconds if it got that far.
+fn tiny_sweep(extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "sweep",
+        "--kernels",
+        "matmul",
+        "--n",
+        "16",
+        "--schedulers",
+        "seq",
+        "--threads",
+        "1",
+        "--warmup",
+        "0",
+        "-q",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    args
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn numbers_past_their_documented_bound_are_one_line_errors() {
+    let sweep_cases = [
+        ["--rounds", HUGE],
+        ["--rounds", "4294967295"],
+        ["--runs", HUGE],
+        ["--runs", "4294967296"],
+        ["--warmup", HUGE],
+        ["--interleave", HUGE],
+    ];
+    for [option, value] in sweep_cases {
+        // The sweep's own `--warmup 0` comes first; clap keeps the last of a repeated option only
+        // when it is allowed, so give the bad value instead of it.
+        let mut args = tiny_sweep(&[option, value]);
+        if option == "--warmup" {
+            args.drain(9..11);
+        }
+        assert_bad_input(&strs(&args), &[option, "at most"]);
+    }
+    let latency = ["latency", "--service", "matmul", "--n", "8"];
+    let cases: Vec<Vec<&str>> = vec![
+        vec![
+            "locks",
+            "--runs",
+            "4294967296",
+            "--threads",
+            "1",
+            "--iterations",
+            "1",
+        ],
+        vec!["locks", "--runs", HUGE, "--threads", "1"],
+        vec!["locks", "--runs", "1", "--warmup", HUGE, "--threads", "1"],
+        vec!["locks", "--iterations", HUGE, "--threads", "1"],
+        vec!["locks", "--critical-section", HUGE, "--threads", "1"],
+        [&latency[..], &["--qps", "100", "--requests", HUGE]].concat(),
+        [&latency[..], &["--qps", "100", "--requests", "4294967296"]].concat(),
+        [&latency[..], &["--qps", "100", "--warmup", HUGE]].concat(),
+        [&latency[..], &["--qps", "100", "--scale-with-qps", "1e30"]].concat(),
+        [&latency[..], &["--qps", "1e308", "--scale-with-qps", "1"]].concat(),
+        [&latency[..], &["--qps", "1e12", "--scale-with-qps", "1"]].concat(),
+        [&latency[..], &["--qps", "100", "--max-duration", "1e300"]].concat(),
+        [&latency[..], &["--qps", "100", "--runs-per-request", HUGE]].concat(),
+        [&latency[..], &["--qps-range", "1:1000000000:0.001"]].concat(),
+        vec!["reproduce", "pthreads", "--scale", "tiny", "--runs", HUGE],
+        vec![
+            "reproduce",
+            "far-atomics",
+            "--scale",
+            "tiny",
+            "--runs",
+            HUGE,
+        ],
+        vec!["reproduce", "scheduler", "--scale", "tiny", "--runs", HUGE],
+        vec!["map", "--kernels", "fp-add", "--random-samples", HUGE],
+        vec!["corun", "--repeat", HUGE, "--", "true"],
+    ];
+    for args in cases {
+        assert_bad_input(&args, &["at most"]);
+    }
+}
+
+#[test]
+fn request_counts_a_scale_factor_asks_for_are_bounded_per_load() {
+    assert_bad_input(
+        &[
+            "latency",
+            "--service",
+            "matmul",
+            "--qps",
+            "1e8",
+            "--scale-with-qps",
+            "1",
+        ],
+        &["--scale-with-qps", "at most 1000000"],
+    );
+}
+
+#[test]
+fn runs_times_rounds_past_the_samples_bound_is_a_one_line_error() {
+    let args = tiny_sweep(&["--runs", "1000000", "--rounds", "11"]);
+    assert_bad_input(
+        &strs(&args),
+        &["--runs 1000000 × --rounds 11", "samples per cell"],
+    );
+}
+
+#[test]
+fn synthetic_topologies_past_the_pu_bound_are_one_line_errors() {
+    let (out, _) = cli_ok(&["topology", "--synthetic", "pack:2 core:4 pu:2"]);
+    assert!(out.contains("16 PUs"), "{out}");
+    let huge = "pack:100000 core:100000 pu:100000";
+    assert_bad_input(&["topology", "--synthetic", huge], &["PUs", "at most 8192"]);
+    let topology = format!("synthetic:{huge}");
+    assert_bad_input(
+        &["map", "--kernels", "fp-add", "--topology", &topology],
+        &["at most 8192"],
+    );
+}
+
+#[test]
+fn thread_counts_the_process_cannot_start_are_refused_by_every_command() {
+    // No Linux system hands out ten million threads (pid_max is at most 2^22).
+    if parbench_scheduler::thread_capacity(None).is_none() {
+        eprintln!("SKIPPED: the thread limits cannot be read here");
+        return;
+    }
+    let many = "10000000";
+    assert_bad_input(
+        &["locks", "--threads", many, "--iterations", "1", "-q"],
+        &["cannot run 10000000 threads", "can start about"],
+    );
+    assert_bad_input(
+        &["profile", "--kernel", "fp-add", "--threads", many],
+        &["cannot run 10000000 threads", "can start about"],
+    );
+}
+
+#[test]
+fn missing_arguments_are_named_on_the_one_line() {
+    assert_bad_input(&["plot", "rep/a.json"], &["missing", "--output <FIG.svg>"]);
+    assert_bad_input(
+        &["latency", "--service", "matmul"],
+        &["missing", "--qps <LIST>", "--qps-range"],
+    );
+    assert_bad_input(&["compare"], &["missing", "<RESULTS.json>"]);
+    assert_bad_input(&["standings"], &["missing", "<RESULTS.json>"]);
+    assert_bad_input(&["map"], &["missing", "--kernels <LIST>"]);
+    assert_bad_input(&["profile"], &["missing", "--kernel <K>"]);
+    assert_bad_input(&["profile", "--"], &["missing", "--kernel <K>"]);
+    assert_bad_input(&["corun"], &["missing", "<COMMANDS>"]);
+    assert_bad_input(&["reproduce"], &["missing", "<STUDY>"]);
+}
+
+#[test]
+fn an_invalid_choice_lists_the_possible_values_on_the_one_line() {
+    assert_bad_input(
+        &["standings", "a.json", "--format", "xml"],
+        &[
+            "invalid value 'xml'",
+            "possible values: text, markdown, csv, json",
+        ],
+    );
+}
+
+#[test]
+fn latency_with_every_placement_skipped_is_an_error_not_an_empty_result() {
+    let topology = parbench_mapper::Topology::this_system();
+    if topology.as_ref().is_ok_and(|t| t.has_smt_siblings()) {
+        eprintln!("SKIPPED: this machine has SMT siblings, so `smt` is measured, not skipped");
+        return;
+    }
+    let args = [
+        "latency",
+        "--service",
+        "matmul",
+        "--n",
+        "8",
+        "--qps",
+        "100",
+        "--requests",
+        "3",
+        "--warmup",
+        "1",
+        "--placement",
+        "smt",
+    ];
+    assert_bad_input(
+        &args,
+        &["no requested placement can run", "no SMT siblings"],
+    );
+}
+
+#[test]
+fn corun_of_a_command_that_cannot_start_is_a_one_line_error() {
+    assert_bad_input(
+        &["corun", "--", "/nonexistent/cmd"],
+        &["cannot start `/nonexistent/cmd`"],
+    );
+    assert_bad_input(
+        &["corun", "--", "true", ":::", "/nonexistent/cmd", "x"],
+        &["cannot start `/nonexistent/cmd x`"],
+    );
+}
+
+#[test]
+fn empty_input_paths_are_rejected_instead_of_generating_an_instance() {
+    for flags in [
+        &["--matrix", ""][..],
+        &["--param", "matrix="],
+        &["--input", ""],
+        &["--param", "input="],
+    ] {
+        let kernel = if flags.iter().any(|f| f.contains("matrix")) {
+            "spmv-balanced"
+        } else {
+            "qap"
+        };
+        let mut args = tiny_sweep(&["--runs", "1", "--rounds", "1"]);
+        args[2] = kernel.to_owned();
+        args.drain(3..5); // --n
+        args.extend(flags.iter().map(|f| (*f).to_owned()));
+        assert_bad_input(&strs(&args), &["empty path"]);
+    }
+}
+
+#[test]
+fn percentages_with_a_doubled_sign_are_rejected() {
+    assert_bad_input(
+        &["compare", "a.json", "b.json", "--threshold", "5%%"],
+        &["--threshold", "'5%%'"],
+    );
+    assert_bad_input(
+        &["standings", "a.json", "--within", "5%%"],
+        &["--within", "'5%%'"],
+    );
+}
+
+#[test]
+fn a_matrix_file_with_a_non_finite_value_is_rejected_with_its_line() {
+    let path = scratch("nan.mtx");
+    fs::write(
+        &path,
+        "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.0\n2 2 nan\n",
+    )
+    .expect("matrix written");
+    let path = path.to_str().expect("UTF-8 path");
+    let mut args = tiny_sweep(&["--runs", "1", "--rounds", "1", "--matrix", path]);
+    args[2] = "spmv-balanced".to_owned();
+    args.drain(3..5);
+    assert_bad_input(&strs(&args), &[":4:", "not a finite number"]);
+}
+
+#[test]
+fn reproduce_refuses_an_unwritable_directory_before_printing_the_plan() {
+    let file = scratch("reproduce-not-a-directory");
+    fs::write(&file, "").expect("file written");
+    let dir = file.join("out");
+    let dir = dir.to_str().expect("UTF-8 path");
+    assert_bad_input(
+        &["reproduce", "pthreads", "--scale", "tiny", "-o", dir],
+        &["cannot write", "reproduce-not-a-directory"],
+    );
+}
+
+#[test]
+fn topology_xml_errors_are_human() {
+    let path = scratch("empty-topology.xml");
+    fs::write(&path, "<topology></topology>\n").expect("file written");
+    let text = path.to_str().expect("UTF-8 path");
+    assert_bad_input(&["topology", "--xml", text], &["not a topology XML?"]);
+    let dir = path.parent().expect("scratch directory");
+    assert_bad_input(
+        &["topology", "--xml", dir.to_str().expect("UTF-8 path")],
+        &["is a directory"],
+    );
+}
