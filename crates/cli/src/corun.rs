@@ -242,10 +242,16 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
         let mut order = algorithms.clone();
         rng.shuffle(&mut order);
         for algorithm in order {
-            eprintln!("run {}/{total}: {algorithm}", runs.len() + 1);
             options.algorithm = algorithm;
             let report = corun(&topology, &specs, &options, stop)?;
             check_started(&report)?;
+            // After the run, so that a set of commands none of which can start gives only the
+            // error line.
+            eprintln!(
+                "run {}/{total}: {algorithm}, system time {:.3} s",
+                runs.len() + 1,
+                report.system_time_s
+            );
             let stopped = report.stopped.is_some();
             runs.push(report);
             if stopped && is_interrupted(stop) {
@@ -272,18 +278,23 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// A command that could not be started (no such program, not executable) is bad input, not a
-/// result: every later run would fail the same way.
+/// When no command could be started (no such program, not executable) nothing was measured:
+/// that is bad input, one line and exit 2. When some started, a command that could not is part of
+/// the result (`FailedToStart` in the report) and the others' measurements are kept.
 fn check_started(report: &CorunReport) -> Result<(), CliError> {
+    let mut failures = Vec::new();
     for command in &report.commands {
-        if let CommandStatus::FailedToStart { reason } = &command.status {
-            return Err(CliError::Usage(format!(
-                "cannot start `{}`: {reason}",
-                command.argv.join(" ")
-            )));
+        match &command.status {
+            CommandStatus::FailedToStart { reason } => {
+                failures.push(format!("`{}`: {reason}", command.argv.join(" ")));
+            }
+            _ => return Ok(()),
         }
     }
-    Ok(())
+    Err(CliError::Usage(format!(
+        "no command could be started, nothing was measured: cannot start {}",
+        failures.join("; ")
+    )))
 }
 
 fn is_interrupted(stop: &AtomicBool) -> bool {

@@ -211,14 +211,36 @@ fn latency_with_every_placement_skipped_is_an_error_not_an_empty_result() {
 }
 
 #[test]
-fn corun_of_a_command_that_cannot_start_is_a_one_line_error() {
+fn corun_where_no_command_can_start_is_a_one_line_error() {
     assert_bad_input(
         &["corun", "--", "/nonexistent/cmd"],
-        &["cannot start `/nonexistent/cmd`"],
+        &["no command could be started", "`/nonexistent/cmd`"],
     );
     assert_bad_input(
-        &["corun", "--", "true", ":::", "/nonexistent/cmd", "x"],
-        &["cannot start `/nonexistent/cmd x`"],
+        &[
+            "corun",
+            "--",
+            "/nonexistent/a",
+            ":::",
+            "/nonexistent/b",
+            "x",
+        ],
+        &[
+            "nothing was measured",
+            "`/nonexistent/a`",
+            "`/nonexistent/b x`",
+        ],
+    );
+    assert_bad_input(
+        &[
+            "corun",
+            "--compare",
+            "--repeat",
+            "1",
+            "--",
+            "/nonexistent/cmd",
+        ],
+        &["no command could be started"],
     );
 }
 

@@ -358,6 +358,8 @@ fn failed_quick_and_killed_commands_are_reported_and_the_rest_still_pinned() {
         "-o",
         path.to_str().unwrap(),
         "--",
+        "no-such-program-here",
+        ":::",
         "sh",
         "-c",
         "exit 3",
@@ -374,19 +376,57 @@ fn failed_quick_and_killed_commands_are_reported_and_the_rest_still_pinned() {
     assert_eq!(code, Some(0), "{err}");
     let report = read_json(&path);
     let status = |index: usize| report["commands"][index]["status"].clone();
-    // A command that cannot start at all is bad input (exit 2, see
-    // `bad_input::corun_of_a_command_that_cannot_start_is_a_one_line_error`); one that starts and
-    // fails is a result.
-    assert_eq!(status(0), serde_json::json!({"Exited": {"code": 3}}));
+    assert!(
+        status(0)["FailedToStart"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("No such file")
+    );
+    assert_eq!(status(1), serde_json::json!({"Exited": {"code": 3}}));
     assert_eq!(
-        status(1),
+        status(2),
         serde_json::json!({"Signalled": {"signal": 9, "stopped_by": null}})
     );
-    assert_eq!(status(2), serde_json::json!({"Exited": {"code": 0}}));
+    assert_eq!(status(3), serde_json::json!({"Exited": {"code": 0}}));
+    assert!(out.contains("failed to start: No such file"), "{out}");
     assert!(out.contains("killed by signal 9 (SIGKILL)"), "{out}");
-    assert_eq!(report["commands"][2]["threads_seen"], 3);
+    assert!(report["commands"][0]["wall_s"].is_null());
+    assert_eq!(report["commands"][3]["threads_seen"], 3);
     assert!(assert_pins_seen_from_outside(&report, &observations) >= 3);
     assert_no_process_left(&report);
+}
+
+/// A command that cannot start is part of the result when others ran: their measurements are kept
+/// (exit 0, `FailedToStart` in the report), unlike a `corun` where nothing could start (exit 2,
+/// `bad_input::corun_where_no_command_can_start_is_a_one_line_error`).
+#[test]
+fn a_command_that_cannot_start_is_reported_beside_the_commands_that_ran() {
+    let path = scratch("corun-partly-started.json");
+    let (out, _) = cli_ok(&[
+        "corun",
+        "--algorithm",
+        "compact",
+        "-o",
+        path.to_str().unwrap(),
+        "--",
+        "true",
+        ":::",
+        "/nonexistent/cmd",
+        "x",
+    ]);
+    let report = read_json(&path);
+    assert_eq!(
+        report["commands"][0]["status"],
+        serde_json::json!({"Exited": {"code": 0}})
+    );
+    assert!(
+        report["commands"][1]["status"]["FailedToStart"]["reason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("No such file")),
+        "{report}"
+    );
+    assert!(out.contains("failed to start: No such file"), "{out}");
+    assert!(out.contains("status: exit 0"), "{out}");
 }
 
 fn spawn_cli(args: &[&str]) -> Child {
