@@ -624,7 +624,8 @@ fn plot(args: &PlotArgs) -> Result<(), CliError> {
 ///
 /// # Errors
 /// [`CliError::Read`] if the file cannot be read, [`CliError::MalformedResults`] if it is not a
-/// report of this schema version.
+/// report of this schema version or holds a time that is negative or not finite
+/// ([`Report::invalid_time`]).
 pub fn read_report(path: &Path) -> Result<Report, CliError> {
     let text = fs::read_to_string(path).map_err(|source| CliError::Read {
         path: path.to_owned(),
@@ -640,6 +641,9 @@ pub fn read_report(path: &Path) -> Result<Report, CliError> {
             "schema version {} (this parbench-cli reads {SCHEMA_VERSION})",
             report.schema
         )));
+    }
+    if let Some(reason) = report.invalid_time() {
+        return Err(malformed(reason));
     }
     Ok(report)
 }

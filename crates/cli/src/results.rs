@@ -96,6 +96,62 @@ impl Report {
     }
 }
 
+impl Report {
+    /// Why this report cannot hold measured times, if it cannot: a sample or round median that is
+    /// negative or not finite (a hand-edited or corrupted file), named with its cell. Reading a
+    /// report refuses it, since every ratio and verdict computed from it would be nonsense.
+    ///
+    /// ```
+    /// use parbench_cli::results::{Cell, Report};
+    /// let mut report = Report::new("sweep", &["kernel", "threads"]);
+    /// report.cells.push(Cell::measured(&[("kernel", "reduce"), ("threads", "2")], vec![1e-3]));
+    /// assert_eq!(report.invalid_time(), None);
+    /// report.cells[0].samples_s.push(-0.5);
+    /// let reason = report.invalid_time().unwrap();
+    /// assert!(reason.contains("kernel=reduce threads=2") && reason.contains("-0.5"));
+    /// ```
+    pub fn invalid_time(&self) -> Option<String> {
+        let is_time = |value: &f64| value.is_finite() && *value >= 0.0;
+        self.cells.iter().find_map(|cell| {
+            let (what, value) = cell
+                .samples_s
+                .iter()
+                .find(|value| !is_time(value))
+                .map(|value| ("sample", value))
+                .or_else(|| {
+                    let medians = cell.rounds.as_ref().map_or(&[][..], |r| &r.medians[..]);
+                    medians
+                        .iter()
+                        .find(|value| !is_time(value))
+                        .map(|value| ("round median", value))
+                })?;
+            Some(format!(
+                "cell {} has a {what} of {value} s (times must be finite and non-negative)",
+                self.cell_name(cell)
+            ))
+        })
+    }
+
+    /// `name=value` for each of the cell's labels, in the order of [`Report::label_names`] (then
+    /// any others), e.g. `kernel=reduce scheduler=tree threads=2`.
+    pub fn cell_name(&self, cell: &Cell) -> String {
+        let ordered = self
+            .label_names
+            .iter()
+            .filter_map(|name| Some((name.as_str(), cell.label(name)?)));
+        let others = cell
+            .labels
+            .iter()
+            .filter(|(name, _)| !self.label_names.contains(name))
+            .map(|(name, value)| (name.as_str(), value.as_str()));
+        ordered
+            .chain(others)
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 /// Context of a measurement: where and how it ran.
 ///
 /// ```
@@ -268,6 +324,28 @@ mod tests {
         cell.rounds = RoundSpread::from_rounds(&rounds);
         report.cells.push(cell);
         report
+    }
+
+    #[test]
+    fn negative_and_non_finite_times_are_invalid_with_their_cell_named() {
+        let mut report = Report::new("sweep", &["kernel", "scheduler", "threads"]);
+        let labels = [("kernel", "matmul"), ("scheduler", "seq"), ("threads", "1")];
+        report.cells.push(Cell::measured(&labels, vec![1e-3, 0.0]));
+        assert_eq!(report.invalid_time(), None);
+        for bad in [-0.5, f64::NAN, f64::INFINITY] {
+            let mut broken = report.clone();
+            broken.cells[0].samples_s.push(bad);
+            let reason = broken.invalid_time().expect("invalid");
+            assert!(
+                reason.contains("kernel=matmul scheduler=seq threads=1"),
+                "{reason}"
+            );
+            assert!(reason.contains(&format!("sample of {bad} s")), "{reason}");
+        }
+        let mut rounds = older_report("2", 2);
+        rounds.cells[0].rounds.as_mut().expect("rounds").medians[1] = -1.0;
+        let reason = rounds.invalid_time().expect("invalid");
+        assert!(reason.contains("round median of -1 s"), "{reason}");
     }
 
     #[test]

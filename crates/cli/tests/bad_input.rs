@@ -316,3 +316,51 @@ fn topology_xml_errors_are_human() {
         &["is a directory"],
     );
 }
+
+/// A finished one-cell sweep report (`kernel=matmul scheduler=seq threads=1`) at a fresh path.
+fn sweep_report(name: &str) -> std::path::PathBuf {
+    let path = scratch(name);
+    let mut args = tiny_sweep(&["--runs", "2", "--rounds", "1", "-o"]);
+    args.push(path.to_str().expect("UTF-8 path").to_owned());
+    cli_ok(&strs(&args));
+    path
+}
+
+/// The report at `from`, changed by `edit`, written to a fresh path `name`.
+fn edited_report(
+    from: &std::path::Path,
+    name: &str,
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> std::path::PathBuf {
+    let mut report: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(from).expect("report read")).expect("JSON");
+    edit(&mut report);
+    let path = scratch(name);
+    fs::write(&path, report.to_string()).expect("report written");
+    path
+}
+
+fn text_of(path: &std::path::Path) -> &str {
+    path.to_str().expect("UTF-8 path")
+}
+
+#[test]
+fn reports_with_a_negative_sample_are_refused_with_file_and_cell() {
+    let sweep = sweep_report("negative-base.json");
+    let negative = edited_report(&sweep, "negative-sample.json", |report| {
+        report["cells"][0]["samples_s"][1] = (-0.5).into();
+    });
+    let needles = [
+        "negative-sample.json",
+        "kernel=matmul scheduler=seq threads=1",
+        "sample of -0.5 s",
+    ];
+    assert_bad_input(&["compare", text_of(&sweep), text_of(&negative)], &needles);
+    assert_bad_input(&["standings", text_of(&negative)], &needles);
+    let figure = scratch("negative.svg");
+    assert_bad_input(
+        &["plot", text_of(&negative), "-o", text_of(&figure)],
+        &needles,
+    );
+    assert!(!figure.exists());
+}
