@@ -11,7 +11,9 @@
 //!
 //! Files are labelled A, B, C … and each letter's environment (host, CPU, commit, date) is printed
 //! above the table, so reports from different machines can be set side by side. The command
-//! always exits 0 when it could read its inputs, so it can run in CI and be read by people.
+//! exits 0 whenever it could compare (whatever the verdicts), so it can run in CI and be read by
+//! people; files it cannot read, or a report of another command or without a cell in common with
+//! the baseline ([`check_comparable`]), are one error line and exit 2.
 
 use std::path::PathBuf;
 
@@ -32,7 +34,8 @@ const BOOTSTRAP_SEED: u64 = 0x5EED_C0DE;
 /// Options of `parbench-cli compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// JSON reports (`sweep -o FILE.json`); the first is the baseline.
+    /// JSON reports of one command (`sweep -o FILE.json`, also `locks`), the first the baseline;
+    /// each must share at least one cell with it. Negative or non-finite times are refused.
     #[arg(value_name = "RESULTS.json", num_args = 2.., required = true)]
     pub files: Vec<PathBuf>,
     /// Changes smaller than this are reported as no significant difference, e.g. `5%` or `5`.
@@ -157,12 +160,69 @@ pub fn compare_samples(baseline: &[f64], other: &[f64], threshold: f64) -> Optio
 /// Runs `compare`.
 ///
 /// # Errors
-/// [`CliError`] when a file cannot be read or is not a report.
+/// [`CliError`] when a file cannot be read or is not a report, and when a report cannot be set
+/// beside the baseline ([`check_comparable`]).
 pub fn run(args: &CompareArgs) -> Result<(), CliError> {
     let reports = read_reports(&args.files, args.allow_partial)?;
     let names: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
+    check_comparable(&reports, &names)?;
     let text = render(&reports, &names, args.threshold);
     write_stdout(|out| out.write_all(text.as_bytes()))
+}
+
+/// Refuses a report that has nothing to compare with the baseline (the first): one written by
+/// another command (a `locks` report beside a `sweep` report), or one without a single cell whose
+/// labels the baseline shares. Either would print a table in which every row is "not in this
+/// file" and exit 0, as if the comparison had been made.
+///
+/// ```
+/// use parbench_cli::compare::check_comparable;
+/// use parbench_cli::results::{Cell, Report};
+/// let mut a = Report::new("sweep", &["kernel"]);
+/// a.cells.push(Cell::measured(&[("kernel", "k")], vec![1.0]));
+/// let mut b = a.clone();
+/// let names = ["a.json".to_owned(), "b.json".to_owned()];
+/// assert!(check_comparable(&[a.clone(), b.clone()], &names).is_ok());
+/// b.cells[0].labels.insert("kernel".into(), "other".into());
+/// let error = check_comparable(&[a, b], &names).unwrap_err().to_string();
+/// assert!(error.contains("a.json and b.json have no cell in common"));
+/// ```
+///
+/// # Errors
+/// [`CliError::Usage`] naming the baseline, the other file and why.
+pub fn check_comparable(reports: &[Report], names: &[String]) -> Result<(), CliError> {
+    let Some((baseline, others)) = reports.split_first() else {
+        return Ok(());
+    };
+    for (report, name) in others.iter().zip(&names[1..]) {
+        if report.command != baseline.command {
+            return Err(CliError::Usage(format!(
+                "{} is a {} report and {name} a {} report: compare sets reports of the same \
+                 command side by side",
+                names[0], baseline.command, report.command
+            )));
+        }
+        let shared = report
+            .cells
+            .iter()
+            .any(|cell| baseline.cells.iter().any(|b| b.labels == cell.labels));
+        if !shared {
+            let example = |report: &Report| {
+                report
+                    .cells
+                    .first()
+                    .map_or_else(|| "none".to_owned(), |cell| report.cell_name(cell))
+            };
+            return Err(CliError::Usage(format!(
+                "{} and {name} have no cell in common, so nothing can be compared (first \
+                 cells: {} / {})",
+                names[0],
+                example(baseline),
+                example(report)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The comparison as text: a legend of the files, one row per cell, a count of verdicts.

@@ -52,7 +52,8 @@ pub const DEFAULT_VERSUS: [&str; 5] = ["static", "dynamic", "guided", "simple", 
 /// Options of `parbench-cli standings`.
 #[derive(Debug, Args)]
 pub struct StandingsArgs {
-    /// JSON reports of sweeps (`sweep -o FILE.json`), one per process; each counts once.
+    /// JSON reports of sweeps (`sweep -o FILE.json`), one per process; each counts once, so a
+    /// file given twice or a report of another command is an error.
     #[arg(value_name = "RESULTS.json", num_args = 1.., required = true)]
     pub files: Vec<PathBuf>,
     /// The scheduler to rank.
@@ -459,6 +460,7 @@ fn standing(
 /// any report.
 pub fn run(args: &StandingsArgs) -> Result<(), CliError> {
     let reports = read_reports(&args.files, args.allow_partial)?;
+    check_distinct_sweeps(&args.files, &reports)?;
     let versus: Vec<String> = if args.versus.is_empty() {
         DEFAULT_VERSUS
             .iter()
@@ -525,6 +527,41 @@ pub fn run(args: &StandingsArgs) -> Result<(), CliError> {
         }
     };
     write_stdout(|out| out.write_all(text.as_bytes()))
+}
+
+/// Each report counts as one process's verdict, so the same file given twice (compared by
+/// canonical path: `a.json` and `./a.json` are one file) would count one process twice, and a
+/// report of another command (`locks`, `latency`) would be counted in the header while
+/// contributing nothing.
+///
+/// # Errors
+/// [`CliError::Usage`] naming the file.
+fn check_distinct_sweeps(paths: &[PathBuf], reports: &[Report]) -> Result<(), CliError> {
+    let mut seen: Vec<(PathBuf, &PathBuf)> = Vec::new();
+    for (path, report) in paths.iter().zip(reports) {
+        if report.command != "sweep" {
+            return Err(CliError::Usage(format!(
+                "{} is a {} report, not a sweep report: standings ranks schedulers \
+                 over sweep reports (`sweep -o FILE.json`)",
+                path.display(),
+                report.command
+            )));
+        }
+        let canonical = std::fs::canonicalize(path).map_err(|source| CliError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        if let Some((_, first)) = seen.iter().find(|(other, _)| *other == canonical) {
+            return Err(CliError::Usage(format!(
+                "{} is given twice (as {} and {}): each report counts once, as one process",
+                canonical.display(),
+                first.display(),
+                path.display()
+            )));
+        }
+        seen.push((canonical, path));
+    }
+    Ok(())
 }
 
 /// The table with a header naming what is compared and a footer counting the kernels within the

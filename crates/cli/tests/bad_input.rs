@@ -345,6 +345,72 @@ fn text_of(path: &std::path::Path) -> &str {
 }
 
 #[test]
+fn compare_of_reports_with_nothing_to_compare_is_a_one_line_error() {
+    let sweep = sweep_report("compare-sweep.json");
+    let locks = scratch("compare-locks.json");
+    cli_ok(&[
+        "locks",
+        "--threads",
+        "1",
+        "--iterations",
+        "100",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "-q",
+        "-o",
+        text_of(&locks),
+    ]);
+    assert_bad_input(
+        &["compare", text_of(&sweep), text_of(&locks)],
+        &[
+            "compare-sweep.json is a sweep report",
+            "compare-locks.json a locks report: compare sets reports of the same command",
+        ],
+    );
+    let other = edited_report(&sweep, "compare-other-kernel.json", |report| {
+        report["cells"][0]["labels"]["kernel"] = "reduce".into();
+    });
+    assert_bad_input(
+        &["compare", text_of(&sweep), text_of(&other)],
+        &[
+            "compare-sweep.json and",
+            "compare-other-kernel.json have no cell in common",
+            "kernel=matmul scheduler=seq threads=1",
+            "kernel=reduce scheduler=seq threads=1",
+        ],
+    );
+    // A report that shares the cell still compares (exit 0).
+    cli_ok(&["compare", text_of(&sweep), text_of(&sweep)]);
+}
+
+#[test]
+fn standings_refuses_a_file_given_twice() {
+    let sweep = sweep_report("standings-twice.json");
+    let dir = sweep.parent().expect("scratch directory");
+    let same = dir.join(".").join("standings-twice.json");
+    for second in [&sweep, &same] {
+        assert_bad_input(
+            &["standings", text_of(&sweep), text_of(second)],
+            &["standings-twice.json is given twice", "counts once"],
+        );
+    }
+}
+
+#[test]
+fn standings_refuses_a_report_that_is_not_a_sweep_report() {
+    let sweep = sweep_report("standings-sweep.json");
+    let locks = edited_report(&sweep, "standings-locks.json", |report| {
+        report["command"] = "locks".into();
+    });
+    assert_bad_input(
+        &["standings", text_of(&sweep), text_of(&locks)],
+        &["standings-locks.json is a locks report, not a sweep report: standings ranks"],
+    );
+}
+
+#[test]
 fn reports_with_a_negative_sample_are_refused_with_file_and_cell() {
     let sweep = sweep_report("negative-base.json");
     let negative = edited_report(&sweep, "negative-sample.json", |report| {
