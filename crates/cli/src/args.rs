@@ -195,7 +195,8 @@ pub struct KernelParamArgs {
     /// spmv: columns of the generated matrix (its row width), e.g. 1024 or 2^15.
     #[arg(long, value_name = "W")]
     pub width: Option<String>,
-    /// spmv: read the matrix from a MatrixMarket coordinate file instead of generating it.
+    /// spmv: read the matrix from a MatrixMarket coordinate file instead of generating it (then
+    /// --width and --param density/rows, which shape only a generated matrix, are errors).
     #[arg(long, value_name = "FILE.mtx")]
     pub matrix: Option<String>,
     /// qap, floorplan: input instance file.

@@ -228,6 +228,9 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
     args.check_bounds().map_err(CliError::Usage)?;
     let plan = plan_from_args(args)?;
     check_thread_counts(&plan)?;
+    // Before the empty report is written to --output: a bad input file must not replace the
+    // results a previous sweep left there.
+    check_input_files(&plan)?;
     let (output, stdout_format) = OutputFile::from_args(args.output.as_deref(), args.format)?;
     let seed = args.seed.unwrap_or_else(clock_seed);
     let orders = round_orders(plan.cell_count(), args.rounds, seed);
@@ -237,7 +240,6 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
         // An unwritable path fails now, not after minutes of measuring.
         output.write(&report)?;
     }
-    check_input_files(&plan)?;
     if !args.quiet {
         eprintln!("{}", describe_plan(&plan, args.rounds, seed));
         let environment = report.metadata.environment.as_ref();

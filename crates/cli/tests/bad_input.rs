@@ -430,3 +430,30 @@ fn reports_with_a_negative_sample_are_refused_with_file_and_cell() {
     );
     assert!(!figure.exists());
 }
+
+#[test]
+fn sweep_refuses_a_generated_matrix_shape_given_with_a_matrix_file() {
+    let path = scratch("shape-with-file.mtx");
+    fs::write(
+        &path,
+        "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1.0\n",
+    )
+    .expect("matrix written");
+    let mut args = tiny_sweep(&["--runs", "1", "--rounds", "1", "--matrix", text_of(&path)]);
+    args[2] = "spmv-balanced".to_owned();
+    args.drain(3..5); // --n
+    // Results a previous sweep left at -o survive the refusal.
+    let output = scratch("shape-with-file.json");
+    fs::write(&output, "earlier results").expect("file written");
+    let mut with_shape = args.clone();
+    with_shape.extend(["--width", "1024", "-o", text_of(&output)].map(String::from));
+    assert_bad_input(&strs(&with_shape), &["`width`", "--matrix", "replaces"]);
+    assert_eq!(
+        fs::read_to_string(&output).expect("file kept"),
+        "earlier results"
+    );
+    let mut with_density = args.clone();
+    with_density.extend(["--param", "density=0.5"].map(String::from));
+    assert_bad_input(&strs(&with_density), &["`density`", "--matrix"]);
+    cli_ok(&strs(&args));
+}

@@ -75,13 +75,34 @@ static PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "matrix",
         default: "",
-        help: "MatrixMarket coordinate file to use instead of a generated matrix",
+        help: "MatrixMarket coordinate file to use instead of a generated matrix (width, density and rows are then refused)",
     },
 ];
+
+/// The parameters that shape only a generated matrix. `seed` is left out: other kernels of the
+/// same sweep (qap) use it too.
+const GENERATOR_PARAMS: [&str; 3] = ["width", "density", "rows"];
 
 impl Spmv {
     fn matrix(&self, params: &Params, threads: usize) -> Result<CsrMatrix, KernelError> {
         if let Some(path) = params.get_path(self, "matrix")? {
+            // A file replaces the generated matrix: a shape given with it would be recorded as
+            // if it had been measured.
+            if let Some((name, value)) = params
+                .iter()
+                .find(|(name, _)| GENERATOR_PARAMS.contains(name))
+            {
+                return Err(bad_param(
+                    self,
+                    name,
+                    value,
+                    &format!(
+                        "not used with matrix={} (--matrix): the file replaces the generated \
+                         matrix; drop `{name}` or the matrix file",
+                        path.display()
+                    ),
+                ));
+            }
             let text = fs::read_to_string(&path).map_err(|source| KernelError::Io {
                 path: path.clone(),
                 source,
@@ -199,5 +220,37 @@ impl PreparedKernel for PreparedSpmv {
             elapsed,
             metrics: vec![Metric::new("gflops", flops / 1e9, "GFLOP/s")],
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_generator_shape_given_with_a_matrix_file_is_refused_naming_both() {
+        let path = std::env::temp_dir().join("parbench-spmv-shape-with-file.mtx");
+        fs::write(
+            &path,
+            "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1.0\n",
+        )
+        .unwrap();
+        let file = Params::new().with("matrix", path.to_string_lossy());
+        assert!(SPMV_BALANCED.prepare(&file, 1).is_ok());
+        for name in GENERATOR_PARAMS {
+            let error = SPMV_BALANCED
+                .prepare(&file.clone().with(name, "1"), 1)
+                .err()
+                .unwrap();
+            assert!(matches!(error, KernelError::BadParam { .. }), "{error}");
+            let text = error.to_string();
+            assert!(
+                text.contains(&format!("parameter `{name}`")) && text.contains("--matrix"),
+                "{text}"
+            );
+        }
+        // The seed is shared with other kernels of a sweep, so it is not refused.
+        assert!(SPMV_BALANCED.prepare(&file.with("seed", "3"), 1).is_ok());
+        fs::remove_file(&path).unwrap();
     }
 }
