@@ -524,8 +524,8 @@ pub fn profile(
 /// `classes` giving each process's declared class in order.
 ///
 /// # Errors
-/// [`CliError::Usage`] for more classes than processes or an unknown class, [`CliError::Corun`]
-/// for a process that does not exist.
+/// [`CliError::Usage`] for classes that are not one per process or an unknown class,
+/// [`CliError::Corun`] for a process that does not exist.
 pub fn map_pids(
     pids: &[Pid],
     classes: &[String],
@@ -534,7 +534,8 @@ pub fn map_pids(
 ) -> Result<(), CliError> {
     if classes.len() > pids.len() {
         return Err(CliError::Usage(format!(
-            "{} --class values for {} --pid processes",
+            "{} --class values for {} --pid processes: give one class per process, in order, or \
+             none",
             classes.len(),
             pids.len()
         )));

@@ -44,7 +44,7 @@ use crate::error::CliError;
 #[derive(Debug, Args)]
 pub struct MapArgs {
     /// `this`, `synthetic:DESCRIPTION` (e.g. "synthetic:pack:1 core:4 pu:2"; at most 8192 PUs) or
-    /// `xml:FILE`.
+    /// `xml:FILE`; only `this` with --pid.
     #[arg(long, value_name = "TOPOLOGY", default_value = "this")]
     pub topology: String,
     /// Kernels whose threads are mapped, comma-separated (threads go to them in blocks).
@@ -59,7 +59,8 @@ pub struct MapArgs {
     /// (and their descendants) on this machine.
     #[arg(long, value_name = "PID[,PID…]", value_delimiter = ',', conflicts_with_all = ["kernels", "profile", "scenarios"])]
     pub pid: Vec<i32>,
-    /// With --pid: each process's instruction class (fp, int, load, store, branch), in order.
+    /// With --pid: each process's instruction class (fp, int, load, store, branch), in order, one
+    /// per process (or none: unknown mixes).
     #[arg(
         long,
         value_name = "CLASS[,CLASS…]",
@@ -70,7 +71,8 @@ pub struct MapArgs {
     /// With --pid: keep watching and re-mapping as threads come and go until the processes exit.
     #[arg(long, requires = "pid")]
     pub follow: bool,
-    /// Threads to map [default: every PU of the topology].
+    /// Threads to map [default: every PU of the topology]; not with --pid, which maps every
+    /// thread of the processes.
     #[arg(long, value_name = "N", value_parser = parse_positive)]
     pub threads: Option<usize>,
     /// instruction-aware (refined Algorithm 1), algorithm1 (as published; `algorithm1:CLASS`
@@ -280,6 +282,7 @@ impl KernelWorkload {
 /// [`CliError`] for a malformed topology, an unknown algorithm or kernel, a missing profile, too
 /// many threads for the topology, or a failing scenario.
 pub fn run(args: &MapArgs) -> Result<(), CliError> {
+    check_mode_flags(args)?;
     if !args.pid.is_empty() {
         return crate::corun::map_pids(&args.pid, &args.class, &args.algorithm, args.follow);
     }
@@ -335,6 +338,46 @@ pub fn run(args: &MapArgs) -> Result<(), CliError> {
             args.scenario_repetitions,
         )?;
         write_stdout(|out| write!(out, "{suite}"))?;
+    }
+    Ok(())
+}
+
+/// Refuses a flag of one mode given in the other, which would be silently ignored: `--class` and
+/// `--follow` describe running processes (`--pid`); `--topology` and `--threads` a planned mapping
+/// of kernels, while `--pid` maps every thread of the processes on this machine.
+///
+/// # Errors
+/// [`CliError::Usage`] naming both flags.
+fn check_mode_flags(args: &MapArgs) -> Result<(), CliError> {
+    if args.pid.is_empty() {
+        if !args.class.is_empty() {
+            return Err(CliError::Usage(
+                "--class needs --pid (it gives the class of each running process); the mixes of \
+                 --kernels come from --profile or the kernels themselves"
+                    .into(),
+            ));
+        }
+        if args.follow {
+            return Err(CliError::Usage(
+                "--follow needs --pid (it keeps re-mapping running processes); a mapping of \
+                 --kernels is a plan"
+                    .into(),
+            ));
+        }
+        return Ok(());
+    }
+    if args.topology.trim() != "this" {
+        return Err(CliError::Usage(format!(
+            "--topology {} cannot be used with --pid: running processes are mapped on this \
+             machine's topology",
+            args.topology
+        )));
+    }
+    if let Some(threads) = args.threads {
+        return Err(CliError::Usage(format!(
+            "--threads {threads} cannot be used with --pid: every thread of the processes is \
+             mapped"
+        )));
     }
     Ok(())
 }

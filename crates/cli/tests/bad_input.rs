@@ -457,3 +457,58 @@ fn sweep_refuses_a_generated_matrix_shape_given_with_a_matrix_file() {
     assert_bad_input(&strs(&with_density), &["`density`", "--matrix"]);
     cli_ok(&strs(&args));
 }
+
+/// No such process: every check below happens before a process is looked up.
+const NO_PID: &str = "2147483646";
+
+#[test]
+fn map_flags_of_the_other_mode_are_refused_naming_both() {
+    assert_bad_input(
+        &[
+            "map",
+            "--kernels",
+            "fp-add",
+            "--class",
+            "fp",
+            "--threads",
+            "1",
+        ],
+        &["--class needs --pid"],
+    );
+    assert_bad_input(
+        &["map", "--kernels", "fp-add", "--follow", "--threads", "1"],
+        &["--follow needs --pid"],
+    );
+    assert_bad_input(
+        &[
+            "map",
+            "--pid",
+            NO_PID,
+            "--topology",
+            "synthetic:pack:1 core:2 pu:2",
+        ],
+        &["--topology synthetic:pack:1 core:2 pu:2 cannot be used with --pid"],
+    );
+    assert_bad_input(
+        &["map", "--pid", NO_PID, "--threads", "1"],
+        &["--threads 1 cannot be used with --pid"],
+    );
+}
+
+#[test]
+fn map_pid_takes_one_class_per_process_or_none() {
+    let two = format!("{NO_PID},{}", NO_PID.replace('6', "5"));
+    assert_bad_input(
+        &["map", "--pid", &two, "--class", "fp"],
+        &["1 --class values for 2 --pid processes"],
+    );
+    assert_bad_input(
+        &["map", "--pid", NO_PID, "--class", "fp,int"],
+        &["2 --class values for 1 --pid processes"],
+    );
+    // The right count gets as far as looking the process up.
+    assert_bad_input(
+        &["map", "--pid", NO_PID, "--class", "fp"],
+        &["no process 2147483646"],
+    );
+}
