@@ -29,7 +29,7 @@ use crate::error::CliError;
 /// use parbench_cli::args::{Cli, Command};
 /// let cli = Cli::try_parse_from(["parbench-cli", "profile", "--kernel", "fp-add", "--threads", "2"])?;
 /// let Command::Profile(args) = cli.command else { unreachable!() };
-/// assert_eq!((args.kernel.as_deref(), args.threads), (Some("fp-add"), 2));
+/// assert_eq!((args.kernel.as_deref(), args.threads), (Some("fp-add"), Some(2)));
 /// # Ok::<(), clap::Error>(())
 /// ```
 #[derive(Debug, Args)]
@@ -37,10 +37,10 @@ pub struct ProfileArgs {
     /// The kernel to profile (see `parbench-cli list`).
     #[arg(long, value_name = "K", required_unless_present = "command")]
     pub kernel: Option<String>,
-    /// Threads, each running its own copy of the kernel.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_positive)]
-    pub threads: usize,
-    /// A kernel parameter (default values otherwise), repeatable.
+    /// With --kernel: threads, each running its own copy of the kernel [default: 1].
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub threads: Option<usize>,
+    /// With --kernel: a kernel parameter (default values otherwise), repeatable.
     #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     pub params: Vec<(String, String)>,
     /// Write the profile as JSON (for `map --profile`, or `corun --profile` after `-- CMD`).
@@ -147,13 +147,27 @@ pub fn run(args: &ProfileArgs) -> Result<(), CliError> {
         ));
     }
     let Some(kernel) = args.kernel.as_deref() else {
+        // A command runs as it is: kernel options would be silently ignored.
+        if let Some(threads) = args.threads {
+            return Err(CliError::Usage(format!(
+                "--threads {threads} is for profiling a kernel (--kernel); a command (`-- CMD \
+                 ARGS`) starts its own threads"
+            )));
+        }
+        if let Some((name, value)) = args.params.first() {
+            return Err(CliError::Usage(format!(
+                "--param {name}={value} is for profiling a kernel (--kernel); pass a command's \
+                 options after `--`"
+            )));
+        }
         return crate::corun::profile(&args.command, args.class.as_deref(), args.output.as_deref());
     };
     let kernel = find_kernel(kernel.trim())?;
     let params = kernel_params(kernel, &args.params)?;
     // Past the OS's limits, starting the threads would abort the process instead of failing.
-    parbench_kernels::check_thread_count(args.threads)?;
-    let (profile, reports) = profile_kernel(kernel, &params, args.threads)?;
+    let threads = args.threads.unwrap_or(1);
+    parbench_kernels::check_thread_count(threads)?;
+    let (profile, reports) = profile_kernel(kernel, &params, threads)?;
     let declared = InstructionMix::declared_for_kernel(kernel.name());
     let (mixes, source) = profile.mixes_or(declared);
     write_stdout(|out| {
@@ -161,7 +175,7 @@ pub fn run(args: &ProfileArgs) -> Result<(), CliError> {
             out,
             "kernel {} on {} thread(s): each thread runs its own copy once on the seq executor",
             kernel.name(),
-            args.threads
+            threads
         )?;
         for (thread, report) in reports.iter().enumerate() {
             writeln!(

@@ -512,3 +512,15 @@ fn map_pid_takes_one_class_per_process_or_none() {
         &["no process 2147483646"],
     );
 }
+
+#[test]
+fn profile_of_a_command_refuses_kernel_options() {
+    assert_bad_input(
+        &["profile", "--threads", "2", "--", "/bin/true"],
+        &["--threads 2 is for profiling a kernel (--kernel)", "-- CMD"],
+    );
+    assert_bad_input(
+        &["profile", "--param", "iters=3", "--", "/bin/true"],
+        &["--param iters=3 is for profiling a kernel (--kernel)"],
+    );
+}
