@@ -56,12 +56,12 @@ pub struct CorunArgs {
     /// Run the commands under several algorithms in turn and compare their system times.
     #[arg(long)]
     pub compare: bool,
-    /// Algorithms for --compare [default: every named one; `os` is always included].
+    /// With --compare: the algorithms [default: every named one; `os` is always included].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub algorithms: Option<Vec<String>>,
-    /// Runs per algorithm with --compare [at most 1000].
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_repeat)]
-    pub repeat: usize,
+    /// With --compare: runs per algorithm [default: 3; at most 1000].
+    #[arg(long, value_name = "N", value_parser = parse_repeat)]
+    pub repeat: Option<usize>,
     /// Seed of the shuffled run order of --compare.
     #[arg(long, value_name = "S", default_value_t = 1)]
     pub seed: u64,
@@ -79,6 +79,31 @@ pub struct CorunArgs {
     /// The commands: `CMD1 ARGS ::: CMD2 ARGS [::: …]`.
     #[arg(last = true, required = true, value_name = "COMMANDS")]
     pub commands: Vec<String>,
+}
+
+/// Runs per algorithm of `--compare` when `--repeat` is not given.
+const DEFAULT_REPEAT: usize = 3;
+
+/// `--repeat` and `--algorithms` shape a `--compare`; without it one run is made under
+/// `--algorithm`, and they would be silently ignored.
+fn check_compare_flags(args: &CorunArgs) -> Result<(), CliError> {
+    if args.compare {
+        return Ok(());
+    }
+    if let Some(repeat) = args.repeat {
+        return Err(CliError::Usage(format!(
+            "--repeat {repeat} needs --compare (without it corun runs the commands once, under \
+             --algorithm)"
+        )));
+    }
+    if let Some(algorithms) = &args.algorithms {
+        return Err(CliError::Usage(format!(
+            "--algorithms {} needs --compare (without it corun runs the commands once, under \
+             --algorithm)",
+            algorithms.join(",")
+        )));
+    }
+    Ok(())
 }
 
 fn parse_repeat(text: &str) -> Result<usize, String> {
@@ -188,6 +213,7 @@ fn machine_note(topology: &Topology) -> String {
 /// # Errors
 /// [`CliError`] for bad arguments, an unreadable profile, or when the commands cannot be watched.
 pub fn run(args: &CorunArgs) -> Result<(), CliError> {
+    check_compare_flags(args)?;
     let commands = split_commands(&args.commands)?;
     let (specs, notes) = command_specs(commands, &args.profile)?;
     let topology = Topology::this_system()?;
@@ -237,8 +263,9 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
     let algorithms = compared_algorithms(args.algorithms.as_deref())?;
     let mut rng = SplitMix64::new(args.seed);
     let mut runs: Vec<CorunReport> = Vec::new();
-    let total = args.repeat * algorithms.len();
-    for _ in 0..args.repeat {
+    let repeat = args.repeat.unwrap_or(DEFAULT_REPEAT);
+    let total = repeat * algorithms.len();
+    for _ in 0..repeat {
         let mut order = algorithms.clone();
         rng.shuffle(&mut order);
         for algorithm in order {
@@ -532,7 +559,7 @@ pub fn map_pids(
     algorithm: &str,
     follow: bool,
 ) -> Result<(), CliError> {
-    if classes.len() > pids.len() {
+    if !classes.is_empty() && classes.len() != pids.len() {
         return Err(CliError::Usage(format!(
             "{} --class values for {} --pid processes: give one class per process, in order, or \
              none",

@@ -524,3 +524,15 @@ fn profile_of_a_command_refuses_kernel_options() {
         &["--param iters=3 is for profiling a kernel (--kernel)"],
     );
 }
+
+#[test]
+fn corun_compare_options_without_compare_are_refused() {
+    assert_bad_input(
+        &["corun", "--repeat", "3", "--", "true"],
+        &["--repeat 3 needs --compare"],
+    );
+    assert_bad_input(
+        &["corun", "--algorithms", "os", "--", "true"],
+        &["--algorithms os needs --compare"],
+    );
+}
