@@ -30,7 +30,7 @@ use parbench_kernels::{Kernel, Params, find_kernel};
 use parbench_mapper::perf::{Metrics, Profile, Quantity, StudyMetrics, nominal_frequency_mhz};
 use plotters::prelude::*;
 
-use crate::args::{KernelParamArgs, parse_in_range, parse_positive};
+use crate::args::{FigureFormat, KernelParamArgs, parse_in_range, parse_positive};
 use crate::error::CliError;
 use crate::export::ExportFormat;
 use crate::results::{Cell, Metadata, MetricSeries, Report};
@@ -120,8 +120,9 @@ pub struct LatencyArgs {
     /// Also write the results to FILE (rewritten after every load).
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Draw p95 against offered load, a line per placement, to FIG.svg.
-    #[arg(long, value_name = "FIG.svg")]
+    /// Draw p95 against offered load, a line per placement, to FIG.svg or FIG.png (the format
+    /// follows the extension; any other is an error).
+    #[arg(long, value_name = "FIG.svg|FIG.png")]
     pub plot: Option<PathBuf>,
     /// No progress on stderr.
     #[arg(long, short)]
@@ -506,6 +507,7 @@ pub fn measure_curves(
 /// [`CliError`] for bad input (unknown service or placement, bad parameters, an output format
 /// that cannot be inferred) before anything is measured, or a failing service or file write.
 pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
+    let plot_format = plot_format(args.plot.as_deref())?;
     let kernel = service_kernel(&args.service)?;
     let params = service_params(kernel, &args.params)?;
     let per_qps = args
@@ -599,7 +601,10 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
     if let Some(path) = &args.plot {
         if !curves.is_empty() {
             let plain: Vec<Curve> = curves.iter().map(|m| m.curve.clone()).collect();
-            write_file(path, render_plot(&plain, kernel.name())?.as_bytes())?;
+            match plot_format {
+                Some(FigureFormat::Png) => write_plot_png(&plain, kernel.name(), path)?,
+                _ => write_file(path, render_plot(&plain, kernel.name())?.as_bytes())?,
+            }
         }
     }
     let text = render(stdout_format, &report, &curves);
@@ -633,6 +638,22 @@ fn counter_series(profile: &Profile) -> Vec<MetricSeries> {
                 .collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// The format of the `--plot` figure, from its extension: `.svg` or `.png`, as `plot` writes them.
+/// Any other is refused before anything is measured, instead of SVG text in a file whose name
+/// promises something else.
+fn plot_format(path: Option<&Path>) -> Result<Option<FigureFormat>, CliError> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    match FigureFormat::from_extension(path) {
+        Some(format) => Ok(Some(format)),
+        None => Err(CliError::Usage(format!(
+            "--plot {}: name the figure .svg or .png (the format follows the extension)",
+            path.display()
+        ))),
+    }
 }
 
 fn output_file(args: &LatencyArgs) -> Result<Option<(PathBuf, ExportFormat)>, CliError> {
@@ -938,6 +959,57 @@ fn write_grid(out: &mut dyn Write, rows: &[Vec<String>], markdown: bool) -> io::
 /// # Errors
 /// [`CliError::Plot`] when no point has a p95 or drawing fails.
 pub fn render_plot(curves: &[Curve], service: &str) -> Result<String, CliError> {
+    check_plottable(curves)?;
+    let mut svg = String::new();
+    draw_plot(
+        SVGBackend::with_string(&mut svg, PLOT_SIZE).into_drawing_area(),
+        curves,
+        service,
+    )?;
+    Ok(svg)
+}
+
+/// [`render_plot`] as a PNG file at `path` (written beside it and renamed, so that a failure
+/// leaves no half-written figure).
+///
+/// # Errors
+/// [`CliError::Plot`] as for [`render_plot`], [`CliError::Write`] when the file cannot be written.
+pub fn write_plot_png(curves: &[Curve], service: &str, path: &Path) -> Result<(), CliError> {
+    check_plottable(curves)?;
+    // The encoder picks the format by extension, so the temporary name keeps `.png`.
+    let temporary = path.with_extension("partial.png");
+    draw_plot(
+        BitMapBackend::new(&temporary, PLOT_SIZE).into_drawing_area(),
+        curves,
+        service,
+    )?;
+    fs::rename(&temporary, path).map_err(|source| CliError::Write {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Size of the latency figure in pixels.
+const PLOT_SIZE: (u32, u32) = (900, 560);
+
+/// [`crate::plot::PlotError::NothingToPlot`] when no point has a p95.
+fn check_plottable(curves: &[Curve]) -> Result<(), CliError> {
+    let any = curves
+        .iter()
+        .flat_map(|c| &c.points)
+        .any(|p| p.sojourn.is_some());
+    if any {
+        Ok(())
+    } else {
+        Err(CliError::Plot(crate::plot::PlotError::NothingToPlot))
+    }
+}
+
+fn draw_plot<DB: DrawingBackend>(
+    root: DrawingArea<DB, plotters::coord::Shift>,
+    curves: &[Curve],
+    service: &str,
+) -> Result<(), CliError> {
     let draw_error = |error: &dyn std::fmt::Display| {
         CliError::Plot(crate::plot::PlotError::Draw(error.to_string()))
     };
@@ -957,10 +1029,8 @@ pub fn render_plot(curves: &[Curve], service: &str) -> Result<String, CliError> 
         return Err(CliError::Plot(crate::plot::PlotError::NothingToPlot));
     }
     let (low, high) = ((low * 0.8).max(1e-6), (high * 1.25).max(low * 2.0));
-    let mut svg = String::new();
     {
         crate::plot::ensure_font();
-        let root = SVGBackend::with_string(&mut svg, (900, 560)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| draw_error(&e))?;
         let mut chart = ChartBuilder::on(&root)
             .caption(
@@ -999,7 +1069,7 @@ pub fn render_plot(curves: &[Curve], service: &str) -> Result<String, CliError> 
             let saturated: Vec<bool> = curve.points.iter().map(PointResult::saturated).collect();
             chart
                 .draw_series(line.iter().zip(saturated).map(|(&p, sat)| {
-                    let marker: DynElement<'static, SVGBackend, (f64, f64)> = if sat {
+                    let marker: DynElement<'static, DB, (f64, f64)> = if sat {
                         Cross::new(p, 6, colour.stroke_width(2)).into_dyn()
                     } else {
                         Circle::new(p, 4, colour.filled()).into_dyn()
@@ -1017,7 +1087,7 @@ pub fn render_plot(curves: &[Curve], service: &str) -> Result<String, CliError> 
             .map_err(|e| draw_error(&e))?;
         root.present().map_err(|e| draw_error(&e))?;
     }
-    Ok(svg)
+    Ok(())
 }
 
 #[cfg(test)]

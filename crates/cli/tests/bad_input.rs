@@ -536,3 +536,27 @@ fn corun_compare_options_without_compare_are_refused() {
         &["--algorithms os needs --compare"],
     );
 }
+
+#[test]
+fn latency_plot_names_other_than_svg_or_png_are_refused_before_measuring() {
+    let figure = scratch("latency-plot.jpg");
+    assert_bad_input(
+        &[
+            "latency",
+            "--service",
+            "matmul",
+            "--n",
+            "8",
+            "--qps",
+            "100",
+            "--requests",
+            "3",
+            "--warmup",
+            "1",
+            "--plot",
+            text_of(&figure),
+        ],
+        &["--plot", "latency-plot.jpg", ".svg or .png"],
+    );
+    assert!(!figure.exists());
+}

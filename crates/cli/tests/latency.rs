@@ -249,3 +249,18 @@ fn counters_under_load_and_qps_scaled_requests() {
         text(&both.stderr)
     );
 }
+
+#[test]
+fn plot_to_a_png_name_writes_a_png() {
+    let png = scratch("latency-plot.png");
+    let _ = fs::remove_file(&png);
+    let output = tiny(&["--placement", "single", "--plot", png.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let bytes = fs::read(&png).expect("figure written");
+    assert!(
+        bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "PNG signature expected, got {:?}",
+        &bytes[..bytes.len().min(16)]
+    );
+    assert!(!png.with_extension("partial.png").exists());
+}
