@@ -250,11 +250,7 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
     // From here on a signal stops the running round and the sweep saves what it measured.
     crate::interruption::stop_on_signals()
         .map_err(|e| CliError::Usage(format!("cannot install the signal handlers: {e}")))?;
-    let scratch = std::env::temp_dir().join(format!("parbench-sweep-{}", std::process::id()));
-    fs::create_dir_all(&scratch).map_err(|source| CliError::Write {
-        path: scratch.clone(),
-        source,
-    })?;
+    let scratch = create_scratch_directory()?;
     let progress = Progress::new(plan.total_runs() * args.rounds as u64, args.quiet);
     let mut rounds = Vec::new();
     // Complete rounds: a failed round's cells are kept, but the report then says it stopped early.
@@ -351,6 +347,29 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
 
 fn one_line(text: &str) -> String {
     text.lines().map(str::trim).collect::<Vec<_>>().join(" ")
+}
+
+/// Makes the sweep's own directory for the rounds' requests and reports in the temp directory
+/// (`$TMPDIR`), never the temp directory itself: a `TMPDIR` that does not exist is an error, not
+/// a directory to create.
+fn create_scratch_directory() -> Result<PathBuf, CliError> {
+    let temp = std::env::temp_dir();
+    let pid = std::process::id();
+    let mut attempt = 0;
+    loop {
+        let scratch = temp.join(match attempt {
+            0 => format!("parbench-sweep-{pid}"),
+            n => format!("parbench-sweep-{pid}.{n}"),
+        });
+        match fs::create_dir(&scratch) {
+            Ok(()) => return Ok(scratch),
+            // Left by a killed sweep whose process id this one got: not ours to reuse.
+            Err(taken) if taken.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => {
+                attempt += 1;
+            }
+            Err(source) => return Err(CliError::TempDir { path: temp, source }),
+        }
+    }
 }
 
 /// A seed for the rounds' order when `--seed` is not given: different on every sweep.

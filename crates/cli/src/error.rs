@@ -43,6 +43,18 @@ pub enum CliError {
         /// The OS error.
         source: io::Error,
     },
+    /// A directory for the command's own temporary files could not be made.
+    #[error(
+        "cannot create a directory in the temp directory {} (set TMPDIR to a writable \
+         directory): {source}",
+        path.display()
+    )]
+    TempDir {
+        /// The temp directory (`$TMPDIR`, else `/tmp`).
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
     /// A results file that is not a parbench JSON report.
     #[error("malformed results file {}: {reason}", path.display())]
     MalformedResults {

@@ -580,6 +580,21 @@ fn unwritable_output_fails_before_measuring() {
 }
 
 #[test]
+fn a_missing_temp_directory_is_one_error_line_and_is_not_created() {
+    let missing = scratch("no-such-tmpdir");
+    let output = Command::new(env!("CARGO_BIN_EXE_parbench-cli"))
+        .args(TINY)
+        .env("TMPDIR", missing.join("tmp"))
+        .output()
+        .expect("the parbench-cli binary runs");
+    assert_bad_input(&output, &["temp directory", "TMPDIR", "no-such-tmpdir/tmp"]);
+    assert!(
+        !missing.exists(),
+        "the sweep made no directory outside TMPDIR"
+    );
+}
+
+#[test]
 fn closed_stdout_pipe_ends_quietly() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_parbench-cli"))
         .arg("list")
