@@ -119,6 +119,14 @@ pub struct SweepArgs {
     /// 143 or 129. Cells still being measured are lost (with --interleave, those of the kernel and
     /// thread count in progress). A round whose process fails keeps the cells measured before it
     /// the same way (exit 2).
+    ///
+    /// A new or regular FILE is replaced through FILE.PID.partial and a rename (never half
+    /// written); a symbolic link is followed and its target replaced, the link kept; a device or
+    /// FIFO is opened before measuring, as a shell redirection would, and gets the final results
+    /// once; a directory or socket is refused. FILE is checked before measuring without changing
+    /// it, and is first written once there are results. If it cannot be written after
+    /// measuring, the results go to $TMPDIR/parbench-rescued-PID-NAME (stdout if even that
+    /// fails), the error on stderr says where, and the exit code is 2.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Thread pinning of the executors' workers.

@@ -6,7 +6,8 @@
 //! progress bar and errors. With `--output FILE` the file is rewritten after every round (through a
 //! temporary file and a rename, so it is never half-written), and once more with every finished
 //! cell, the stopped round's included, when the sweep stops on an error or a signal
-//! ([`crate::interruption`]).
+//! ([`crate::interruption`]); devices, FIFOs, links and failed writes are
+//! [`crate::results_file`]'s to handle.
 
 use std::fs;
 use std::io::{self, Write};
@@ -24,6 +25,7 @@ use crate::export::ExportFormat;
 use crate::plot::{render_png, render_svg};
 use crate::progress::Progress;
 use crate::results::{ROUNDS_DONE_SETTING, Report, SCHEMA_VERSION, STOPPED_SETTING};
+use crate::results_file::{ResultsFile, replace};
 use crate::rounds::{RoundEvent, RoundRequest, merge_rounds, round_orders, run_round_in_child};
 use crate::sweep::{LABELS, SweepError, SweepObserver, SweepPlan, run_cells};
 
@@ -153,9 +155,10 @@ fn dedup_in_order<T>(items: &mut Vec<T>, same: impl Fn(&T, &T) -> bool) {
     }
 }
 
-/// Where results go besides stdout.
+/// Where results go besides stdout: the file `--output` names, in its format. How each kind of
+/// path is written, and where results go when it cannot be, is [`crate::results_file`]'s.
 pub(crate) struct OutputFile {
-    path: PathBuf,
+    file: ResultsFile,
     format: ExportFormat,
 }
 
@@ -163,7 +166,9 @@ impl OutputFile {
     /// The file `--output` names (its format from `--format` or its extension) and the format of
     /// stdout: with a file, the terminal gets the table; without one, `--format` decides.
     /// An explicit `--format` that contradicts a known extension (`--format csv -o r.json`) is a
-    /// usage error rather than a file whose name lies about its content.
+    /// usage error rather than a file whose name lies about its content. The path is checked now,
+    /// changing nothing it holds ([`ResultsFile::open`]): an unwritable one fails before any
+    /// measuring, and a command that stops on bad input later leaves an earlier file as it was.
     pub(crate) fn from_args(
         path: Option<&Path>,
         format: Option<ExportFormat>,
@@ -171,29 +176,34 @@ impl OutputFile {
         let Some(path) = path else {
             return Ok((None, format.unwrap_or(ExportFormat::Table)));
         };
+        let format = file_format(path, format)?;
         let file = OutputFile {
-            path: path.to_owned(),
-            format: file_format(path, format)?,
+            file: ResultsFile::open(path, "results", format.extension())?,
+            format,
         };
         Ok((Some(file), ExportFormat::Table))
     }
 
-    /// Writes `report` to a sibling temporary file and renames it over the target.
-    pub(crate) fn write(&self, report: &Report) -> Result<(), CliError> {
-        let mut temporary = self.path.clone().into_os_string();
-        temporary.push(".partial");
-        let temporary = PathBuf::from(temporary);
-        let write_error = |source| CliError::Write {
-            path: self.path.clone(),
-            source,
-        };
+    /// The path `--output` named.
+    pub(crate) fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// Rewrites the file with `report` while measuring; see [`ResultsFile::snapshot`] (the line
+    /// returned is for the progress display).
+    pub(crate) fn snapshot(&mut self, report: &Report) -> Option<String> {
         let mut bytes = Vec::new();
-        self.format
-            .exporter()
-            .write(report, &mut bytes)
-            .map_err(write_error)?;
-        fs::write(&temporary, bytes).map_err(write_error)?;
-        fs::rename(&temporary, &self.path).map_err(write_error)
+        // Writing into a Vec cannot fail.
+        let _ = self.format.exporter().write(report, &mut bytes);
+        self.file.snapshot(&bytes)
+    }
+
+    /// Writes the final `report`; see [`ResultsFile::finish`].
+    pub(crate) fn finish(self, report: &Report) -> Result<(), CliError> {
+        let mut bytes = Vec::new();
+        // Writing into a Vec cannot fail.
+        let _ = self.format.exporter().write(report, &mut bytes);
+        self.file.finish(&bytes)
     }
 }
 
@@ -228,18 +238,16 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
     args.check_bounds().map_err(CliError::Usage)?;
     let plan = plan_from_args(args)?;
     check_thread_counts(&plan)?;
-    // Before the empty report is written to --output: a bad input file must not replace the
-    // results a previous sweep left there.
+    // Before --output is opened: a bad input file must not touch the results a previous sweep
+    // left there.
     check_input_files(&plan)?;
-    let (output, stdout_format) = OutputFile::from_args(args.output.as_deref(), args.format)?;
+    // An unwritable path fails now, not after minutes of measuring; nothing is written to it
+    // before the first round's results.
+    let (mut output, stdout_format) = OutputFile::from_args(args.output.as_deref(), args.format)?;
     let seed = args.seed.unwrap_or_else(clock_seed);
     let orders = round_orders(plan.cell_count(), args.rounds, seed);
     let mut report = Report::new("sweep", &LABELS);
     report.metadata = sweep_metadata(&plan, args.rounds, seed, &orders);
-    if let Some(output) = &output {
-        // An unwritable path fails now, not after minutes of measuring.
-        output.write(&report)?;
-    }
     if !args.quiet {
         eprintln!("{}", describe_plan(&plan, args.rounds, seed));
         let environment = report.metadata.environment.as_ref();
@@ -296,8 +304,12 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
         if failure.is_some() || crate::interruption::received().is_some() {
             break;
         }
-        if let Some(output) = &output {
-            output.write(&report)?;
+        // A round that failed before measuring anything (a bad parameter) has nothing to save,
+        // and an earlier results file at the path stays as it was.
+        if let Some(output) = output.as_mut().filter(|_| !report.cells.is_empty()) {
+            if let Some(line) = output.snapshot(&report).filter(|_| !args.quiet) {
+                progress.message(&line);
+            }
         }
     }
     progress.finish();
@@ -305,7 +317,7 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
     if let Some(signal) = crate::interruption::received() {
         let place = output.as_ref().map_or_else(
             || "on stdout".to_owned(),
-            |output| format!("in {}", output.path.display()),
+            |output| format!("in {}", output.path().display()),
         );
         failure = Some(CliError::Interrupted {
             signal,
@@ -319,30 +331,28 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
         });
     }
     // The last write: the report says why it stopped early, if it did.
-    let mut written = Ok(());
     if let Some(failure) = &failure {
         report
             .metadata
             .settings
             .insert(STOPPED_SETTING.to_owned(), one_line(&failure.to_string()));
-        if let Some(output) = &output {
-            written = output.write(&report);
-        }
     }
     // Only our own scratch directory (a round's process killed while writing its report leaves
     // a temporary file there); nothing is lost if it stays.
     let _ = fs::remove_dir_all(&scratch);
-    let mut printed = Ok(());
+    let interrupted = matches!(failure, Some(CliError::Interrupted { .. }));
+    let mut errors: Vec<CliError> = failure.into_iter().collect();
     if !report.cells.is_empty() {
-        printed = write_stdout(|out| stdout_format.exporter().write(&report, out));
+        if let Some(output) = output {
+            errors.extend(output.finish(&report).err());
+        }
+        let printed = write_stdout(|out| stdout_format.exporter().write(&report, out));
+        // After SIGHUP the terminal may be gone; the interruption is still the news.
+        if !interrupted {
+            errors.extend(printed.err());
+        }
     }
-    written?;
-    // After SIGHUP the terminal may be gone; the interruption is still the news.
-    if let Some(interrupted @ CliError::Interrupted { .. }) = failure {
-        return Err(interrupted);
-    }
-    printed?;
-    failure.map_or(Ok(()), Err)
+    CliError::all(errors)
 }
 
 fn one_line(text: &str) -> String {
@@ -393,21 +403,30 @@ fn sweep_round(args: &SweepRoundArgs) -> Result<(), CliError> {
             reason: e.to_string(),
         })?;
     let plan = request.plan()?;
-    let output = OutputFile {
-        path: args.output.clone(),
-        format: ExportFormat::Json,
-    };
     let mut report = Report::new("sweep", &LABELS);
     // The parent records which process measured which round.
     report
         .metadata
         .settings
         .insert("pid".to_owned(), std::process::id().to_string());
-    output.write(&report)?;
-    let mut reporter = RoundReporter::new(&output, io::stderr(), RUNS_REPORT_INTERVAL);
+    write_round_report(&args.output, &report)?;
+    let mut reporter = RoundReporter::new(&args.output, io::stderr(), RUNS_REPORT_INTERVAL);
     let result = run_cells(&plan, &request.order, &mut report, &mut reporter).map_err(sweep_error);
     reporter.report_runs();
     result
+}
+
+/// Replaces a round's JSON report in the sweep's scratch directory (which the parent reads).
+fn write_round_report(path: &Path, report: &Report) -> Result<(), CliError> {
+    let mut bytes = Vec::new();
+    ExportFormat::Json
+        .exporter()
+        .write(report, &mut bytes)
+        .and_then(|()| replace(path, &bytes))
+        .map_err(|source| CliError::Write {
+            path: path.to_owned(),
+            source,
+        })
 }
 
 /// The child reports finished runs at most this often (and at the end of every cell).
@@ -421,7 +440,8 @@ const RUNS_REPORT_INTERVAL: Duration = Duration::from_millis(100);
 /// the child writing it and waking the parent (perf, software clock), on a machine of 2 cores
 /// that the pool's 2 threads need.
 struct RoundReporter<'a, W: Write> {
-    output: &'a OutputFile,
+    /// The round's report, rewritten after every cell.
+    output: &'a Path,
     /// Where the progress lines go: stderr, which the parent reads.
     sink: W,
     /// Runs finished and not reported yet.
@@ -433,7 +453,7 @@ struct RoundReporter<'a, W: Write> {
 }
 
 impl<'a, W: Write> RoundReporter<'a, W> {
-    fn new(output: &'a OutputFile, sink: W, interval: Duration) -> Self {
+    fn new(output: &'a Path, sink: W, interval: Duration) -> Self {
         RoundReporter {
             output,
             sink,
@@ -474,8 +494,7 @@ impl<W: Write> SweepObserver for RoundReporter<'_, W> {
 
     fn cell_finished(&mut self, report: &Report) -> Result<(), SweepError> {
         self.report_runs();
-        self.output
-            .write(report)
+        write_round_report(self.output, report)
             .map_err(|error| SweepError::Observer(Box::new(error)))
     }
 }
@@ -758,11 +777,8 @@ mod tests {
             .collect()
     }
 
-    fn output() -> OutputFile {
-        OutputFile {
-            path: PathBuf::from("unused.json"),
-            format: ExportFormat::Json,
-        }
+    fn output() -> PathBuf {
+        PathBuf::from("unused.json")
     }
 
     #[test]

@@ -43,6 +43,19 @@ pub enum CliError {
         /// The OS error.
         source: io::Error,
     },
+    /// Measured results that could not be written where asked, and where they went instead
+    /// (see [`crate::results_file`]).
+    #[error("cannot write {}: {source}; {}", path.display(), rescue.describe(what))]
+    WrittenElsewhere {
+        /// The file the user named.
+        path: PathBuf,
+        /// Why writing it failed.
+        source: io::Error,
+        /// What was written: `results`, `figure`.
+        what: &'static str,
+        /// Where it went instead.
+        rescue: Rescue,
+    },
     /// A directory for the command's own temporary files could not be made.
     #[error(
         "cannot create a directory in the temp directory {} (set TMPDIR to a writable \
@@ -130,6 +143,69 @@ pub enum CliError {
     /// The co-scheduling scenarios could not run (`map --scenarios`).
     #[error(transparent)]
     Scenario(#[from] parbench_mapper::ScenarioError),
+    /// Several failures of one command, e.g. a measurement that stopped on an error and results
+    /// that then could not be written: one line naming each, in order.
+    #[error("{}", join(.0))]
+    Several(Vec<CliError>),
+}
+
+impl CliError {
+    /// `Ok` without errors, the error itself for one, [`CliError::Several`] for more: a command
+    /// that goes on after a failure to save what it can still reports every failure in one line.
+    ///
+    /// ```
+    /// use parbench_cli::error::CliError;
+    /// assert!(CliError::all(Vec::new()).is_ok());
+    /// let both = CliError::all(vec![CliError::Usage("a".into()), CliError::Usage("b".into())]);
+    /// assert_eq!(both.unwrap_err().to_string(), "a; b");
+    /// ```
+    ///
+    /// # Errors
+    /// The errors given, when there are any.
+    pub fn all(errors: Vec<CliError>) -> Result<(), CliError> {
+        let mut errors = errors;
+        match errors.len() {
+            0 => Ok(()),
+            1 => Err(errors.remove(0)),
+            _ => Err(CliError::Several(errors)),
+        }
+    }
+}
+
+fn join(errors: &[CliError]) -> String {
+    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    messages.join("; ")
+}
+
+/// Where results went that could not be written to the file the user named.
+#[derive(Debug)]
+pub enum Rescue {
+    /// A file of ours (in the temp directory), in the same format.
+    File(PathBuf),
+    /// Stdout, in the file's format: no file could be written.
+    Stdout,
+    /// Nowhere: stdout failed too (its error).
+    Lost(io::Error),
+}
+
+impl Rescue {
+    /// The end of the error line: where `what` (`results`, `figure`) went.
+    ///
+    /// ```
+    /// use parbench_cli::error::Rescue;
+    /// let rescue = Rescue::File("/tmp/parbench-rescued-7-r.json".into());
+    /// assert_eq!(
+    ///     rescue.describe("results"),
+    ///     "saved the results to /tmp/parbench-rescued-7-r.json instead"
+    /// );
+    /// ```
+    pub fn describe(&self, what: &str) -> String {
+        match self {
+            Rescue::File(path) => format!("saved the {what} to {} instead", path.display()),
+            Rescue::Stdout => format!("wrote the {what} to stdout instead"),
+            Rescue::Lost(error) => format!("writing the {what} to stdout failed too ({error})"),
+        }
+    }
 }
 
 impl CliError {
@@ -145,6 +221,8 @@ impl CliError {
     pub fn signal(&self) -> Option<i32> {
         match self {
             CliError::Interrupted { signal, .. } => Some(*signal),
+            // Interrupted, and the results then went elsewhere: still the signal's exit code.
+            CliError::Several(errors) => errors.iter().find_map(CliError::signal),
             _ => None,
         }
     }

@@ -34,6 +34,7 @@ use crate::args::{FigureFormat, KernelParamArgs, parse_in_range, parse_positive}
 use crate::error::CliError;
 use crate::export::ExportFormat;
 use crate::results::{Cell, Metadata, MetricSeries, Report};
+use crate::results_file::ResultsFile;
 use crate::under_load::CounterSet;
 
 /// Label names of a latency report's cells, in table order.
@@ -118,10 +119,22 @@ pub struct LatencyArgs {
     #[arg(long, value_enum)]
     pub format: Option<ExportFormat>,
     /// Also write the results to FILE (rewritten after every load).
+    ///
+    /// A new or regular FILE is replaced through FILE.PID.partial and a rename (never half
+    /// written); a symbolic link is followed and its target replaced, the link kept; a device or
+    /// FIFO is opened before measuring, as a shell redirection would, and gets the final results
+    /// once; a directory or socket is refused. FILE is checked before measuring without changing
+    /// it, and is first written once there are results. If it cannot be written after
+    /// measuring, the results go to $TMPDIR/parbench-rescued-PID-NAME (stdout if even that
+    /// fails), the error on stderr says where, and the exit code is 2.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Draw p95 against offered load, a line per placement, to FIG.svg or FIG.png (the format
     /// follows the extension; any other is an error).
+    ///
+    /// FIG is checked before measuring and written as --output is (once, at the end); if it
+    /// cannot be written, the figure goes to $TMPDIR/parbench-rescued-PID-NAME and the error
+    /// says where.
     #[arg(long, value_name = "FIG.svg|FIG.png")]
     pub plot: Option<PathBuf>,
     /// No progress on stderr.
@@ -504,8 +517,9 @@ pub fn measure_curves(
 /// Runs `parbench-cli latency`.
 ///
 /// # Errors
-/// [`CliError`] for bad input (unknown service or placement, bad parameters, an output format
-/// that cannot be inferred) before anything is measured, or a failing service or file write.
+/// [`CliError`] for bad input (unknown service or placement, bad parameters, an output format that cannot be inferred, an unwritable `--output` or
+/// `--plot`) before anything is measured, or a failing service; [`CliError::WrittenElsewhere`]
+/// when a file could not be written after measuring (its content went to a rescue file or stdout).
 pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
     let plot_format = plot_format(args.plot.as_deref())?;
     let kernel = service_kernel(&args.service)?;
@@ -537,7 +551,24 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
             notes.join("; ")
         )));
     }
-    let output = output_file(args)?;
+    // Unwritable paths fail now, not after minutes of measuring; nothing is written to them
+    // before the first load's results.
+    let mut output = match &args.output {
+        Some(path) => {
+            let format = crate::commands::file_format(path, args.format)?;
+            Some((
+                ResultsFile::open(path, "results", format.extension())?,
+                format,
+            ))
+        }
+        None => None,
+    };
+    let plot = match (&args.plot, plot_format) {
+        (Some(path), Some(format)) => {
+            Some((ResultsFile::open(path, "figure", format.name())?, format))
+        }
+        _ => None,
+    };
     let setup = LatencySetup {
         kernel,
         params,
@@ -564,7 +595,10 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
         );
     }
     let mut current: Option<String> = None;
-    let curves = measure_curves(&setup, |plan, point, counters, done| {
+    // What the file last got (or, for a device or FIFO, would have): written in the end if the
+    // measurement fails.
+    let mut latest: Option<Vec<u8>> = None;
+    let measured = measure_curves(&setup, |plan, point, counters, done| {
         if !args.quiet && current.as_deref() != Some(plan.name.as_str()) {
             eprintln!("{}", describe_plan(plan, setup.pin));
             current = Some(plan.name.clone());
@@ -577,11 +611,26 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
             cell.metrics.extend(counter_series(profile));
         }
         report.cells.push(cell);
-        if let Some((path, format)) = &output {
-            // A failed write shows at the final write; the measurement goes on meanwhile.
-            let _ = write_file(path, &render(*format, &report, done));
+        if let Some((file, format)) = &mut output {
+            let bytes = render(*format, &report, done);
+            if let Some(line) = file.snapshot(&bytes) {
+                if !args.quiet {
+                    eprintln!("{line}");
+                }
+            }
+            latest = Some(bytes);
         }
-    })?;
+    });
+    let curves = match measured {
+        Ok(curves) => curves,
+        Err(error) => {
+            let saved = match (output, latest) {
+                (Some((file, _)), Some(bytes)) => file.finish(&bytes).err(),
+                _ => None,
+            };
+            return CliError::all([Some(error), saved].into_iter().flatten().collect());
+        }
+    };
     for measured in &curves {
         report.metadata.settings.insert(
             format!("saturation_qps.{}", measured.curve.placement),
@@ -591,31 +640,35 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
                 .map_or_else(|| "none".to_owned(), |qps| qps.to_string()),
         );
     }
+    let mut errors = Vec::new();
     let stdout_format = match output {
-        Some((ref path, format)) => {
-            write_file(path, &render(format, &report, &curves))?;
+        Some((file, format)) => {
+            errors.extend(file.finish(&render(format, &report, &curves)).err());
             ExportFormat::Table
         }
         None => args.format.unwrap_or(ExportFormat::Table),
     };
-    if let Some(path) = &args.plot {
-        if !curves.is_empty() {
-            let plain: Vec<Curve> = curves.iter().map(|m| m.curve.clone()).collect();
-            match plot_format {
-                Some(FigureFormat::Png) => write_plot_png(&plain, kernel.name(), path)?,
-                _ => write_file(path, render_plot(&plain, kernel.name())?.as_bytes())?,
-            }
+    if let Some((file, format)) = plot {
+        let plain: Vec<Curve> = curves.iter().map(|m| m.curve.clone()).collect();
+        let figure = match format {
+            FigureFormat::Png => render_plot_png(&plain, kernel.name()),
+            FigureFormat::Svg => render_plot(&plain, kernel.name()).map(String::into_bytes),
+        };
+        match figure {
+            Ok(bytes) => errors.extend(file.finish(&bytes).err()),
+            Err(error) => errors.push(error),
         }
     }
     let text = render(stdout_format, &report, &curves);
     let mut stdout = io::stdout().lock();
     match stdout.write_all(&text).and_then(|()| stdout.flush()) {
-        Err(error) if error.kind() != io::ErrorKind::BrokenPipe => Err(CliError::Write {
+        Err(error) if error.kind() != io::ErrorKind::BrokenPipe => errors.push(CliError::Write {
             path: PathBuf::from("-"),
             source: error,
         }),
-        _ => Ok(()),
+        _ => {}
     }
+    CliError::all(errors)
 }
 
 /// Every counted quantity of every worker as a one-value metric series
@@ -654,28 +707,6 @@ fn plot_format(path: Option<&Path>) -> Result<Option<FigureFormat>, CliError> {
             path.display()
         ))),
     }
-}
-
-fn output_file(args: &LatencyArgs) -> Result<Option<(PathBuf, ExportFormat)>, CliError> {
-    let Some(path) = &args.output else {
-        return Ok(None);
-    };
-    let format = crate::commands::file_format(path, args.format)?;
-    // An unwritable path fails now, not after minutes of measuring.
-    write_file(path, b"")?;
-    Ok(Some((path.clone(), format)))
-}
-
-/// Writes through a temporary sibling and a rename, so the file is never half-written.
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".partial");
-    let write_error = |source| CliError::Write {
-        path: path.to_owned(),
-        source,
-    };
-    fs::write(&temporary, bytes).map_err(write_error)?;
-    fs::rename(&temporary, path).map_err(write_error)
 }
 
 fn metadata(kernel: &dyn Kernel, params: &Params, config: &CurveConfig, pin: bool) -> Metadata {
@@ -969,24 +1000,32 @@ pub fn render_plot(curves: &[Curve], service: &str) -> Result<String, CliError> 
     Ok(svg)
 }
 
-/// [`render_plot`] as a PNG file at `path` (written beside it and renamed, so that a failure
-/// leaves no half-written figure).
+/// [`render_plot`] as the bytes of a PNG image. The encoder writes only to files, so it draws
+/// into a file of this process's own in the temp directory and reads it back; the caller writes
+/// the bytes as it writes `--output` (a device, a link, a rescue on failure: `ResultsFile`).
 ///
 /// # Errors
-/// [`CliError::Plot`] as for [`render_plot`], [`CliError::Write`] when the file cannot be written.
-pub fn write_plot_png(curves: &[Curve], service: &str, path: &Path) -> Result<(), CliError> {
+/// [`CliError::Plot`] as for [`render_plot`], [`CliError::Write`] when the temporary image cannot
+/// be written or read.
+pub fn render_plot_png(curves: &[Curve], service: &str) -> Result<Vec<u8>, CliError> {
     check_plottable(curves)?;
     // The encoder picks the format by extension, so the temporary name keeps `.png`.
-    let temporary = path.with_extension("partial.png");
-    draw_plot(
+    let temporary =
+        std::env::temp_dir().join(format!("parbench-latency-plot-{}.png", std::process::id()));
+    let drawn = draw_plot(
         BitMapBackend::new(&temporary, PLOT_SIZE).into_drawing_area(),
         curves,
         service,
-    )?;
-    fs::rename(&temporary, path).map_err(|source| CliError::Write {
-        path: path.to_owned(),
-        source,
-    })
+    );
+    let bytes = drawn.and_then(|()| {
+        fs::read(&temporary).map_err(|source| CliError::Write {
+            path: temporary.clone(),
+            source,
+        })
+    });
+    // Ours alone; nothing is lost if it stays.
+    let _ = fs::remove_file(&temporary);
+    bytes
 }
 
 /// Size of the latency figure in pixels.

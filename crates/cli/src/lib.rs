@@ -5,7 +5,8 @@
 //! processes with shuffled cell orders and merges the rounds, [`stats`] analyses (the workspace's
 //! one Student-t table, Tukey outliers, median intervals, round spreads, paired speed-ups,
 //! bootstrap ratios), [`environment`] records the machine beside the numbers, [`export`] writes one
-//! format per [`export::Exporter`], [`compare`] sets reports side by side with a verdict per cell,
+//! format per [`export::Exporter`], [`results_file`] writes results to the path a user names
+//! (devices, FIFOs and symbolic links included) without losing them to a failed write, [`compare`] sets reports side by side with a verdict per cell,
 //! [`standings`] ranks one scheduler against the others over many reports (one per process),
 //! [`plot`] draws SVG or PNG figures from a JSON report, and [`progress`] shows people what is
 //! going on, on stderr only, so that stdout carries nothing but results. No algorithm lives here:
@@ -38,6 +39,7 @@ pub mod profile;
 pub mod progress;
 pub mod reproduce;
 pub mod results;
+pub mod results_file;
 pub mod rounds;
 pub mod standings;
 pub mod stats;

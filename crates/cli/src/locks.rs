@@ -70,6 +70,14 @@ pub struct LocksArgs {
     #[arg(long, value_enum)]
     pub format: Option<ExportFormat>,
     /// Also write the results to FILE (rewritten after every cell).
+    ///
+    /// A new or regular FILE is replaced through FILE.PID.partial and a rename (never half
+    /// written); a symbolic link is followed and its target replaced, the link kept; a device or
+    /// FIFO is opened before measuring, as a shell redirection would, and gets the final results
+    /// once; a directory or socket is refused. FILE is checked before measuring without changing
+    /// it, and is first written once there are results. If it cannot be written after
+    /// measuring, the results go to $TMPDIR/parbench-rescued-PID-NAME (stdout if even that
+    /// fails), the error on stderr says where, and the exit code is 2.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// No progress bar, backends or note on stderr (the note is still stored in the report).
@@ -213,10 +221,13 @@ pub fn measure_cell(
 /// Runs `parbench-cli locks`.
 ///
 /// # Errors
-/// [`CliError::Usage`] for an output file of unknown format, [`CliError::Write`] when the results
-/// cannot be written.
+/// [`CliError::Usage`] for an output file of unknown format, [`CliError::Write`] for one that
+/// cannot be written (before measuring), [`CliError::WrittenElsewhere`] when writing the results
+/// failed after measuring (they went to a rescue file or stdout).
 pub fn run(args: &LocksArgs) -> Result<(), CliError> {
-    let (output, stdout_format) = OutputFile::from_args(args.output.as_deref(), args.format)?;
+    // An unwritable path fails now, before anything is printed or measured; nothing is written
+    // to it before the first cell's results.
+    let (mut output, stdout_format) = OutputFile::from_args(args.output.as_deref(), args.format)?;
     let threads = match &args.threads {
         Some(counts) => counts.0.clone(),
         None => ThreadCounts::up_to_available_cores().0,
@@ -243,10 +254,6 @@ pub fn run(args: &LocksArgs) -> Result<(), CliError> {
         ("warmup".to_owned(), args.warmup.to_string()),
         ("note".to_owned(), TIMING_NOTE.to_owned()),
     ]));
-    if let Some(output) = &output {
-        // An unwritable path fails now, before anything is printed or measured.
-        output.write(&report)?;
-    }
     if !args.quiet {
         eprintln!("{backends_line}");
         eprintln!("{TIMING_NOTE}");
@@ -268,11 +275,14 @@ pub fn run(args: &LocksArgs) -> Result<(), CliError> {
                 &mut |runs| progress.advance(runs),
             );
             report.cells.push(cell);
-            if let Some(output) = &output {
-                output.write(&report)?;
+            let note = output.as_mut().and_then(|output| output.snapshot(&report));
+            if let Some(line) = note.filter(|_| !args.quiet) {
+                progress.message(&line);
             }
         }
     }
     progress.finish();
-    write_stdout(|out| stdout_format.exporter().write(&report, out))
+    let saved = output.map_or(Ok(()), |output| output.finish(&report));
+    let printed = write_stdout(|out| stdout_format.exporter().write(&report, out));
+    CliError::all([saved.err(), printed.err()].into_iter().flatten().collect())
 }

@@ -78,6 +78,21 @@ impl ExportFormat {
         }
     }
 
+    /// The extension of a file in this format (`txt` for the table, which none implies).
+    ///
+    /// ```
+    /// use parbench_cli::export::ExportFormat;
+    /// assert_eq!(ExportFormat::Markdown.extension(), "md");
+    /// ```
+    pub fn extension(self) -> &'static str {
+        match self {
+            ExportFormat::Table => "txt",
+            ExportFormat::Csv => "csv",
+            ExportFormat::Json => "json",
+            ExportFormat::Markdown => "md",
+        }
+    }
+
     /// The exporter writing this format.
     pub fn exporter(self) -> Box<dyn Exporter> {
         match self {

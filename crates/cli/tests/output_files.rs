@@ -1,0 +1,467 @@
+//! End-to-end tests of what `--output` (and `latency --plot`) do with each kind of path — a new
+//! or regular file, a symbolic link, a device, a FIFO, a directory, a socket — and with a write
+//! that fails after measuring: an earlier results file survives bad input, measured results are
+//! never dropped, nothing is left behind.
+//!
+//! Devices are made in the tests' own scratch directory (`mknod`, root only; skipped otherwise),
+//! never taken from /dev: before these fixes `-o` replaced whatever it was given by a regular file.
+//! Measurements are tiny; nothing here looks at a timing.
+
+mod support;
+
+use std::ffi::CString;
+use std::fs::{self, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use parbench_cli::results::Report;
+use support::{assert_bad_input, cli, cli_ok, scratch, text};
+
+/// A one-cell sweep small enough for a debug build.
+const SWEEP: [&str; 17] = [
+    "sweep",
+    "--kernels",
+    "matmul",
+    "--n",
+    "16",
+    "--schedulers",
+    "seq",
+    "--threads",
+    "1",
+    "--runs",
+    "1",
+    "--rounds",
+    "1",
+    "--warmup",
+    "0",
+    "-q",
+    "--seed=1",
+];
+
+/// A latency curve of two tiny loads on one worker.
+const LATENCY: [&str; 14] = [
+    "latency",
+    "--service",
+    "matmul",
+    "--n",
+    "8",
+    "--qps",
+    "400,200",
+    "--requests",
+    "20",
+    "--warmup",
+    "2",
+    "--placement",
+    "single",
+    "-q",
+];
+
+/// One lock benchmark cell set at one thread.
+const LOCKS: [&str; 10] = [
+    "locks",
+    "--iterations",
+    "500",
+    "--runs",
+    "1",
+    "--warmup",
+    "0",
+    "--threads",
+    "1",
+    "-q",
+];
+
+/// A 2 × 2 MatrixMarket matrix for `spmv-balanced --matrix`.
+const MATRIX: &str = "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.0\n2 2 2.0\n";
+
+/// A fresh, empty directory of the test's own.
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = scratch(&format!("output-files-{name}"));
+    // Ignoring the error is right: the directory usually does not exist yet.
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .expect("directory listing")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+fn command(args: &[&str], tmpdir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_parbench-cli"));
+    // Rescue files and the sweep's scratch directory stay in the test's own directory.
+    command.args(args).env("TMPDIR", tmpdir);
+    command
+}
+
+fn run(args: &[&str], tmpdir: &Path) -> Output {
+    command(args, tmpdir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the parbench-cli binary runs")
+}
+
+/// `base` followed by `extra`.
+fn with<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(extra).copied().collect()
+}
+
+fn path_arg(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 path")
+}
+
+/// Asserts exit code 2 and exactly one `error:` line on stderr containing every one of `needles`;
+/// returns the line.
+fn assert_one_error_line(output: &Output, needles: &[&str]) -> String {
+    let err = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "stderr: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected: {err}"
+    );
+    assert!(
+        err.starts_with("error:") && !err.contains("panicked"),
+        "{err}"
+    );
+    for needle in needles {
+        assert!(err.contains(needle), "`{needle}` missing from: {err}");
+    }
+    err.trim_end().to_owned()
+}
+
+/// The rescue file an error line names (`… saved the results to PATH instead`).
+fn rescued_path(line: &str, what: &str) -> PathBuf {
+    let start = format!("saved the {what} to ");
+    let from = line
+        .find(&start)
+        .unwrap_or_else(|| panic!("no rescue in: {line}"))
+        + start.len();
+    let rest = &line[from..];
+    PathBuf::from(&rest[..rest.find(" instead").expect("`instead` ends the path")])
+}
+
+fn read_report(path: &Path) -> Report {
+    serde_json::from_slice(&fs::read(path).expect("report written")).expect("a JSON report")
+}
+
+fn mkfifo(path: &Path) {
+    let name = CString::new(path.as_os_str().as_encoded_bytes()).expect("no NUL in the path");
+    // SAFETY: `name` is a valid NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+/// A character device like /dev/null (1, 3) or /dev/full (1, 7) at `path`, if this process may
+/// make one.
+fn char_device(path: &Path, major: u32, minor: u32) -> bool {
+    let name = CString::new(path.as_os_str().as_encoded_bytes()).expect("no NUL in the path");
+    // SAFETY: `name` is a valid NUL-terminated path that outlives the call.
+    let made = unsafe {
+        libc::mknod(
+            name.as_ptr(),
+            libc::S_IFCHR | 0o666,
+            libc::makedev(major, minor),
+        )
+    };
+    made == 0
+}
+
+/// Writes `bytes` to the FIFO at `path` once its next reader has opened it.
+fn feed_fifo(path: &Path, bytes: &str) {
+    let mut writer = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("FIFO opened");
+    writer.write_all(bytes.as_bytes()).expect("FIFO written");
+}
+
+/// A one-round sweep at one thread on `seq` of the kernel `kernel_args` select, to `output`.
+fn sweep_args<'a>(output: &'a str, kernel_args: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "sweep",
+        "--schedulers",
+        "seq",
+        "--threads",
+        "1",
+        "--runs",
+        "1",
+    ];
+    args.extend(["--rounds", "1", "--warmup", "0", "-q", "-o", output]);
+    args.extend(kernel_args);
+    args
+}
+
+#[test]
+fn bad_input_leaves_an_earlier_results_file_as_it_was() {
+    let dir = fresh_dir("bad-input");
+    let keep = dir.join("keep.json");
+    let earlier = "earlier results, not to be touched\n";
+    fs::write(&keep, earlier).unwrap();
+    let garbage = dir.join("garbage.mtx");
+    fs::write(&garbage, "not a matrix\n").unwrap();
+    let keep_arg = path_arg(&keep);
+    let mut latency_n0 = LATENCY.to_vec();
+    latency_n0[4] = "0";
+    latency_n0.extend(["-o", keep_arg]);
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        // Found only when the round's process prepares the kernel.
+        (
+            sweep_args(keep_arg, &["--kernels", "matmul", "--n", "0"]),
+            "`n`",
+        ),
+        (
+            sweep_args(
+                keep_arg,
+                &["--kernels", "qap", "--input", "/nonexistent/qap.dat"],
+            ),
+            "qap.dat",
+        ),
+        (
+            sweep_args(
+                keep_arg,
+                &["--kernels", "spmv-balanced", "--matrix", path_arg(&garbage)],
+            ),
+            "garbage.mtx",
+        ),
+        (latency_n0, "`n`"),
+    ];
+    for (args, needle) in cases {
+        let output = run(&args, &dir);
+        assert_one_error_line(&output, &[needle]);
+        assert_eq!(fs::read_to_string(&keep).unwrap(), earlier, "{args:?}");
+        assert_eq!(names(&dir), ["garbage.mtx", "keep.json"], "{args:?}");
+    }
+}
+
+#[test]
+fn a_symlinked_output_writes_its_target_and_stays_a_link() {
+    let dir = fresh_dir("symlink");
+    fs::write(dir.join("target.json"), "old").unwrap();
+    std::os::unix::fs::symlink("target.json", dir.join("link.json")).unwrap();
+    let link = dir.join("link.json");
+    cli_ok(&with(&SWEEP, &["-o", path_arg(&link)]));
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(read_report(&dir.join("target.json")).cells.len(), 1);
+    assert_eq!(names(&dir), ["link.json", "target.json"]);
+}
+
+#[test]
+fn a_device_output_is_written_through_and_stays_a_device() {
+    let dir = fresh_dir("devices");
+    let (null, full) = (dir.join("null"), dir.join("full"));
+    if !(char_device(&null, 1, 3) && char_device(&full, 1, 7)) {
+        eprintln!("SKIPPED: this process may not make device nodes (mknod needs root)");
+        return;
+    }
+    let is_device = |path: &Path| fs::metadata(path).unwrap().file_type().is_char_device();
+    for base in [&SWEEP[..], &LATENCY[..], &LOCKS[..]] {
+        let output = run(
+            &with(base, &["-o", path_arg(&null), "--format", "json"]),
+            &dir,
+        );
+        assert!(
+            output.status.success(),
+            "{base:?}: {}",
+            text(&output.stderr)
+        );
+        assert!(is_device(&null), "{base:?}: null is still a device");
+        // The device's own error, and the results saved all the same.
+        let output = run(
+            &with(base, &["-o", path_arg(&full), "--format", "json"]),
+            &dir,
+        );
+        // `locks` always names its backends first; the error is the last line.
+        let err = text(&output.stderr);
+        let line = err.trim_end().lines().last().unwrap_or_default().to_owned();
+        assert_eq!(output.status.code(), Some(2), "{base:?}: {err}");
+        assert!(
+            line.starts_with("error: cannot write ") && line.contains("No space left on device"),
+            "{base:?}: {err}"
+        );
+        let rescued = rescued_path(&line, "results");
+        assert!(
+            rescued.starts_with(&dir),
+            "in TMPDIR: {}",
+            rescued.display()
+        );
+        assert!(!read_report(&rescued).cells.is_empty(), "{base:?}");
+        assert!(is_device(&full), "{base:?}: full is still a device");
+        fs::remove_file(rescued).unwrap();
+    }
+    assert_eq!(names(&dir), ["full", "null"], "nothing else left behind");
+}
+
+#[test]
+fn a_fifo_output_feeds_its_reader_the_final_results() {
+    let dir = fresh_dir("fifo");
+    let fifo = dir.join("fifo.json");
+    mkfifo(&fifo);
+    // A second name for the FIFO: it still reaches the pipe if the sweep wrongly replaces
+    // fifo.json, so that the reader below can always be ended instead of waiting forever.
+    let spare = dir.join("spare");
+    fs::hard_link(&fifo, &spare).unwrap();
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || fs::read(fifo).expect("FIFO read"))
+    };
+    let output = run(&with(&SWEEP, &["-o", path_arg(&fifo)]), &dir);
+    // Opening for writing without blocking succeeds only while the reader still waits (and then
+    // ends it); once the reader is done, it fails, which changes nothing.
+    let _ = OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&spare);
+    let received = reader.join().expect("reader thread");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report: Report = serde_json::from_slice(&received).expect("one JSON report read");
+    assert_eq!(report.cells.len(), 1);
+    assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    assert_eq!(names(&dir), ["fifo.json", "spare"]);
+}
+
+#[test]
+fn a_directory_or_socket_output_is_refused_before_measuring() {
+    let dir = fresh_dir("refused");
+    fs::create_dir(dir.join("d.json")).unwrap();
+    assert_bad_input(
+        &with(&SWEEP, &["-o", path_arg(&dir.join("d.json"))]),
+        &["d.json", "Is a directory"],
+    );
+    let _listener = UnixListener::bind(dir.join("s.json")).unwrap();
+    let output = run(&with(&LOCKS, &["-o", path_arg(&dir.join("s.json"))]), &dir);
+    let err = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("s.json") && err.contains("socket"), "{err}");
+    assert!(output.stdout.is_empty(), "nothing measured");
+    // The figure is checked up front too: nothing is measured, so the results file is not made.
+    let (results, figure) = (dir.join("l.json"), dir.join("plot.svg"));
+    fs::create_dir(&figure).unwrap();
+    let args = ["-o", path_arg(&results), "--plot", path_arg(&figure)];
+    let output = cli(&with(&LATENCY, &args));
+    assert_one_error_line(&output, &["plot.svg", "Is a directory"]);
+    assert!(
+        output.stdout.is_empty() && !results.exists(),
+        "nothing measured"
+    );
+    assert_eq!(
+        names(&dir),
+        ["d.json", "plot.svg", "s.json"],
+        "no partial file left"
+    );
+}
+
+#[test]
+fn sweep_results_survive_an_output_directory_removed_while_measuring() {
+    let dir = fresh_dir("sweep-gone");
+    let gone = dir.join("gone");
+    fs::create_dir(&gone).unwrap();
+    let matrix = dir.join("m.mtx");
+    mkfifo(&matrix);
+    let results = gone.join("r.json");
+    let args = [
+        "sweep",
+        "--kernels",
+        "spmv-balanced",
+        "--matrix",
+        path_arg(&matrix),
+        "--schedulers",
+        "seq",
+        "--threads",
+        "1",
+        "--runs",
+        "1",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "-o",
+        path_arg(&results),
+    ];
+    let mut child = command(&args, &dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the parbench-cli binary runs");
+    // The matrix is read twice through the FIFO: by the sweep's check of its input files, then
+    // by the round's process. The plan on stderr comes between them, after the output check.
+    feed_fifo(&matrix, MATRIX);
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr piped"));
+    let mut err = String::new();
+    while !err.starts_with("sweep:") {
+        err.clear();
+        assert!(stderr.read_line(&mut err).unwrap() > 0, "no plan on stderr");
+    }
+    fs::remove_dir(&gone).unwrap();
+    feed_fifo(&matrix, MATRIX);
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{rest}");
+    let line = rest.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        line.starts_with("error: cannot write ") && line.contains("gone/r.json"),
+        "{rest}"
+    );
+    let rescued = rescued_path(line, "results");
+    assert_eq!(read_report(&rescued).cells.len(), 1, "the measured cell");
+    assert!(
+        text(&output.stdout).contains("spmv-balanced"),
+        "the table too"
+    );
+}
+
+#[test]
+fn latency_results_and_figure_survive_their_directory_removed_while_measuring() {
+    let dir = fresh_dir("latency-gone");
+    let gone = dir.join("gone");
+    fs::create_dir(&gone).unwrap();
+    let matrix = dir.join("m.mtx");
+    mkfifo(&matrix);
+    let (results, figure) = (gone.join("l.json"), gone.join("l.svg"));
+    let mut args = LATENCY.to_vec();
+    args[2] = "spmv-balanced";
+    args[3] = "--matrix";
+    args[4] = path_arg(&matrix);
+    args.extend(["-o", path_arg(&results), "--plot", path_arg(&figure)]);
+    let child = command(&args, &dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the parbench-cli binary runs");
+    // The one worker's service reads the matrix after both paths were checked.
+    let mut writer = OpenOptions::new().write(true).open(&matrix).unwrap();
+    fs::remove_dir(&gone).unwrap();
+    writer.write_all(MATRIX.as_bytes()).unwrap();
+    drop(writer);
+    let output = child.wait_with_output().unwrap();
+    let line = assert_one_error_line(&output, &["gone/l.json", "gone/l.svg"]);
+    let rescued = rescued_path(&line, "results");
+    assert_eq!(read_report(&rescued).cells.len(), 2, "both loads");
+    let figure = fs::read_to_string(rescued_path(&line, "figure")).unwrap();
+    assert!(figure.starts_with("<svg"), "{figure:.100}");
+    assert!(
+        text(&output.stdout).contains("placement single"),
+        "the table too"
+    );
+}
