@@ -517,7 +517,8 @@ pub fn measure_curves(
 /// Runs `parbench-cli latency`.
 ///
 /// # Errors
-/// [`CliError`] for bad input (unknown service or placement, bad parameters, an output format that cannot be inferred, an unwritable `--output` or
+/// [`CliError`] for bad input (unknown service or placement, no placement this machine can host,
+/// bad parameters, an output format that cannot be inferred, an unwritable `--output` or
 /// `--plot`) before anything is measured, or a failing service; [`CliError::WrittenElsewhere`]
 /// when a file could not be written after measuring (its content went to a rescue file or stdout).
 pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
@@ -545,9 +546,11 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
     check_request_counts(&config)?;
     let (plans, notes) = this_machine_plans(&args.placement)?;
     if plans.is_empty() {
-        // Every placement was skipped: nothing would be measured, which is not a result.
+        // Measuring nothing and exiting 0 would look like a result (and an empty report would
+        // replace an earlier file).
         return Err(CliError::Usage(format!(
-            "no requested placement can run on this machine ({})",
+            "no requested placement can run on this machine (`{}`: {})",
+            args.placement,
             notes.join("; ")
         )));
     }

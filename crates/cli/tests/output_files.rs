@@ -245,6 +245,17 @@ fn bad_input_leaves_an_earlier_results_file_as_it_was() {
         assert_eq!(fs::read_to_string(&keep).unwrap(), earlier, "{args:?}");
         assert_eq!(names(&dir), ["garbage.mtx", "keep.json"], "{args:?}");
     }
+    let smt = parbench_mapper::Topology::this_system().is_ok_and(|t| t.has_smt_siblings());
+    if smt {
+        eprintln!("SKIPPED: this machine has SMT siblings, so `--placement smt` can run");
+        return;
+    }
+    let mut only_smt = LATENCY.to_vec();
+    only_smt[12] = "smt";
+    only_smt.extend(["-o", keep_arg]);
+    let output = run(&only_smt, &dir);
+    assert_one_error_line(&output, &["no requested placement can run", "smt"]);
+    assert_eq!(fs::read_to_string(&keep).unwrap(), earlier);
 }
 
 #[test]
