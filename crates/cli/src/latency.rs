@@ -10,10 +10,12 @@
 //! - CSV or JSON through the sweep's [`Exporter`](crate::export::Exporter)s: one cell per
 //!   placement × load whose raw samples are the sojourn time of every measured request, with the
 //!   queue and service time of every request as metric series (JSON keeps them all),
-//! - an SVG of p95 against offered load, a line per placement.
+//! - an SVG or PNG of p95 against offered load, a line per placement.
 //!
 //! Default service size: the kernel's small parameters ([`Params::small`], a run well under a
-//! millisecond), overridden by any parameter given on the command line as in `sweep`.
+//! millisecond), overridden by any parameter given on the command line as in `sweep`; with an
+//! input file (`--matrix`, `--input`) the file is the instance and the small parameters are not
+//! applied.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -30,7 +32,7 @@ use parbench_kernels::{Kernel, Params, find_kernel};
 use parbench_mapper::perf::{Metrics, Profile, Quantity, StudyMetrics, nominal_frequency_mhz};
 use plotters::prelude::*;
 
-use crate::args::{FigureFormat, KernelParamArgs, parse_in_range, parse_positive};
+use crate::args::{FILE_PARAMETERS, FigureFormat, KernelParamArgs, parse_in_range, parse_positive};
 use crate::error::CliError;
 use crate::export::ExportFormat;
 use crate::results::{Cell, Metadata, MetricSeries, Report};
@@ -312,8 +314,17 @@ pub fn service_kernel(name: &str) -> Result<&'static dyn Kernel, CliError> {
 
 /// The service's parameters: its small size, overridden by those given.
 fn service_params(kernel: &dyn Kernel, args: &KernelParamArgs) -> Result<Params, CliError> {
-    let mut params = Params::small(kernel);
     let pairs = args.pairs().map_err(CliError::Usage)?;
+    // An input file replaces the generated instance that the small parameters shape (and spmv
+    // refuses a shape given beside its matrix file): then the kernel's own defaults stand.
+    let from_file = pairs
+        .iter()
+        .any(|(name, _)| FILE_PARAMETERS.contains(&name.as_str()));
+    let mut params = if from_file {
+        Params::new()
+    } else {
+        Params::small(kernel)
+    };
     for (name, value) in pairs {
         if !kernel.params().iter().any(|spec| spec.name == name) {
             return Err(CliError::Usage(format!(

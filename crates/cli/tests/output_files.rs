@@ -10,12 +10,13 @@
 mod support;
 
 use std::ffi::CString;
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 use parbench_cli::results::Report;
 use support::{assert_bad_input, cli, cli_ok, scratch, text};
@@ -181,12 +182,42 @@ fn char_device(path: &Path, major: u32, minor: u32) -> bool {
 }
 
 /// Writes `bytes` to the FIFO at `path` once its next reader has opened it.
-fn feed_fifo(path: &Path, bytes: &str) {
-    let mut writer = OpenOptions::new()
-        .write(true)
-        .open(path)
-        .expect("FIFO opened");
+/// Writes `bytes` into the FIFO at `path` once `child` opens it for reading.
+fn feed_fifo(path: &Path, bytes: &str, child: &mut Child) {
+    let mut writer = fifo_writer(path, child);
     writer.write_all(bytes.as_bytes()).expect("FIFO written");
+}
+
+/// The FIFO at `path` opened for writing, once `child` has opened it for reading. A child that
+/// exits first (it refused its arguments) fails the test with its stderr instead of leaving the
+/// test blocked in `open` for ever.
+fn fifo_writer(path: &Path, child: &mut Child) -> File {
+    loop {
+        // Without a reader, a non-blocking open for writing fails with ENXIO at once.
+        match OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+        {
+            Ok(file) => {
+                // SAFETY: `file` owns a valid descriptor; F_SETFL only changes its flags.
+                let cleared = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, 0) };
+                assert_eq!(cleared, 0, "FIFO made blocking again");
+                return file;
+            }
+            Err(error) if error.raw_os_error() == Some(libc::ENXIO) => {
+                if let Some(status) = child.try_wait().expect("child status") {
+                    let mut stderr = String::new();
+                    if let Some(mut pipe) = child.stderr.take() {
+                        let _ = pipe.read_to_string(&mut stderr);
+                    }
+                    panic!("parbench-cli exited ({status}) before reading {path:?}:\n{stderr}");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(error) => panic!("cannot open the FIFO {path:?}: {error}"),
+        }
+    }
 }
 
 /// A one-round sweep at one thread on `seq` of the kernel `kernel_args` select, to `output`.
@@ -415,7 +446,7 @@ fn sweep_results_survive_an_output_directory_removed_while_measuring() {
         .expect("the parbench-cli binary runs");
     // The matrix is read twice through the FIFO: by the sweep's check of its input files, then
     // by the round's process. The plan on stderr comes between them, after the output check.
-    feed_fifo(&matrix, MATRIX);
+    feed_fifo(&matrix, MATRIX, &mut child);
     let mut stderr = BufReader::new(child.stderr.take().expect("stderr piped"));
     let mut err = String::new();
     while !err.starts_with("sweep:") {
@@ -423,7 +454,7 @@ fn sweep_results_survive_an_output_directory_removed_while_measuring() {
         assert!(stderr.read_line(&mut err).unwrap() > 0, "no plan on stderr");
     }
     fs::remove_dir(&gone).unwrap();
-    feed_fifo(&matrix, MATRIX);
+    feed_fifo(&matrix, MATRIX, &mut child);
     let mut rest = String::new();
     stderr.read_to_string(&mut rest).unwrap();
     let output = child.wait_with_output().unwrap();
@@ -454,14 +485,14 @@ fn latency_results_and_figure_survive_their_directory_removed_while_measuring() 
     args[3] = "--matrix";
     args[4] = path_arg(&matrix);
     args.extend(["-o", path_arg(&results), "--plot", path_arg(&figure)]);
-    let child = command(&args, &dir)
+    let mut child = command(&args, &dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("the parbench-cli binary runs");
     // The one worker's service reads the matrix after both paths were checked.
-    let mut writer = OpenOptions::new().write(true).open(&matrix).unwrap();
+    let mut writer = fifo_writer(&matrix, &mut child);
     fs::remove_dir(&gone).unwrap();
     writer.write_all(MATRIX.as_bytes()).unwrap();
     drop(writer);
