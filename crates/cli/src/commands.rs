@@ -321,7 +321,7 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
         );
         failure = Some(CliError::Interrupted {
             signal,
-            signal_name: crate::rounds::signal_name(signal).unwrap_or("a signal"),
+            signal_name: parbench_mapper::corun::signal_name(signal).unwrap_or("a signal"),
             kept: Some(format!(
                 "{} of {} cells kept {place} ({complete} of {} rounds complete)",
                 report.cells.len(),

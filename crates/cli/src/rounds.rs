@@ -333,7 +333,7 @@ pub fn run_round_in_child(
         // Killed for the sweep's interruption, which the caller reports.
         return Err(CliError::Interrupted {
             signal,
-            signal_name: signal_name(signal).unwrap_or("a signal"),
+            signal_name: parbench_mapper::corun::signal_name(signal).unwrap_or("a signal"),
             kept: None,
         });
     }
@@ -391,7 +391,7 @@ pub fn failure(round: usize, status: ExitStatus, last_words: &[String]) -> CliEr
     }
     let status = match (status.code(), status.signal()) {
         (Some(code), _) => format!("exit status {code}"),
-        (None, Some(signal)) => match signal_name(signal) {
+        (None, Some(signal)) => match parbench_mapper::corun::signal_name(signal) {
             Some(name) => format!("killed by signal {signal}, {name}"),
             None => format!("killed by signal {signal}"),
         },
@@ -425,22 +425,6 @@ fn why(lines: &[String]) -> Option<String> {
         }
         _ => Some(line.to_owned()),
     }
-}
-
-/// The name of the signals a round's process is usually killed by.
-pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
-    Some(match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGTERM => "SIGTERM",
-        _ => return None,
-    })
 }
 
 /// Something a round's child reported on stderr.

@@ -204,7 +204,8 @@ impl fmt::Display for CommandStatus {
             CommandStatus::FailedToStart { reason } => write!(f, "failed to start: {reason}"),
             CommandStatus::Exited { code } => write!(f, "exit {code}"),
             CommandStatus::Signalled { signal, stopped_by } => {
-                write!(f, "killed by signal {signal} ({})", signal_name(*signal))?;
+                let name = signal_name(*signal).unwrap_or("other");
+                write!(f, "killed by signal {signal} ({name})")?;
                 match stopped_by {
                     Some(StopReason::Timeout) => write!(f, ", stopped by corun: timeout"),
                     Some(StopReason::Interrupted) => write!(f, ", stopped by corun: interrupted"),
@@ -215,8 +216,14 @@ impl fmt::Display for CommandStatus {
     }
 }
 
-fn signal_name(signal: i32) -> &'static str {
-    match signal {
+/// The name of the signals a process is commonly killed by (`SIGABRT` for 6), if it is one.
+///
+/// ```
+/// assert_eq!(parbench_mapper::corun::signal_name(6), Some("SIGABRT"));
+/// assert_eq!(parbench_mapper::corun::signal_name(64), None);
+/// ```
+pub fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",
         libc::SIGQUIT => "SIGQUIT",
@@ -229,8 +236,8 @@ fn signal_name(signal: i32) -> &'static str {
         libc::SIGPIPE => "SIGPIPE",
         libc::SIGALRM => "SIGALRM",
         libc::SIGTERM => "SIGTERM",
-        _ => "other",
-    }
+        _ => return None,
+    })
 }
 
 /// What happened to one command.
