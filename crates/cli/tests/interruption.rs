@@ -52,7 +52,22 @@ impl Sweep {
         fs::create_dir_all(&tmpdir).expect("scratch directory");
         let output = dir.join(format!("{name}.json"));
         let _ = fs::remove_file(&output);
-        let process = Command::new(env!("CARGO_BIN_EXE_parbench-cli"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_parbench-cli"));
+        // SAFETY: between fork and exec only `signal`, which is async-signal-safe, runs. A test
+        // process started in the background (`nohup`, `cmd &` in a script, as CI may run) passes
+        // SIGINT ignored on to its children, and a sweep keeps an ignored signal ignored; a
+        // terminal's foreground job has the default disposition, which is what is tested here.
+        unsafe {
+            command.pre_exec(|| {
+                for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                    if libc::signal(signal, libc::SIG_DFL) == libc::SIG_ERR {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        let process = command
             .args(LONG_ROUND)
             .arg("-o")
             .arg(&output)
