@@ -17,7 +17,7 @@
 //!   error.
 //! - **A directory or a socket**: refused before measuring.
 //!
-//! The check before measuring ([`ResultsFile::open`]) changes nothing that exists: for a file it
+//! The check before measuring (`ResultsFile::open`) changes nothing that exists: for a file it
 //! creates and removes a uniquely named file in the target's directory, so a command that then
 //! stops on bad input leaves an earlier results file as it was.
 //!
