@@ -18,15 +18,31 @@ use std::process;
 /// already printed the panic itself).
 #[inline]
 pub(crate) fn abort_on_unwind<R>(during: &'static str, f: impl FnOnce() -> R) -> R {
-    let guard = AbortOnDrop { during };
+    let guard = AbortOnDrop::new(during);
     let result = f();
-    mem::forget(guard);
+    guard.disarm();
     result
 }
 
-/// Dropped only by unwinding: `abort_on_unwind` forgets it when `f` returns.
-struct AbortOnDrop {
+/// Aborts the process if dropped by unwinding: [`disarm`](Self::disarm) it when the guarded
+/// code returned. The form for hot paths whose code should not move into a closure (a nested
+/// loop call's whole bookkeeping, `run_loop_entered`).
+pub(crate) struct AbortOnDrop {
     during: &'static str,
+}
+
+impl AbortOnDrop {
+    /// Guards until [`disarm`](Self::disarm); `during` as for [`abort_on_unwind`].
+    #[inline]
+    pub(crate) fn new(during: &'static str) -> Self {
+        AbortOnDrop { during }
+    }
+
+    /// The guarded code returned: nothing to abort.
+    #[inline]
+    pub(crate) fn disarm(self) {
+        mem::forget(self);
+    }
 }
 
 impl Drop for AbortOnDrop {

@@ -29,7 +29,7 @@ use crossbeam_utils::CachePadded;
 use crate::job::{HeapJob, JobRef};
 use crate::latch::{CountNode, Latch};
 use crate::registry::{Registry, Slot, WorkerCtx};
-use crate::unwind::abort_on_unwind;
+use crate::unwind::{AbortOnDrop, abort_on_unwind};
 
 pub use tree::{Handoff, tree_handoffs};
 
@@ -604,60 +604,60 @@ fn run_loop_entered(registry: &Registry, strategy: &Strategy, range: Range<usize
     let nested = registry.current_context_is_this();
     let panic = registry.in_context(|ctx| {
         let call = LoopCall::new(ctx, body);
+        let latch = Latch::new();
+        let root = CountNode::root(&latch);
+        let root_ref = NodeRef(&root);
         // From the first share handed out until the call completed, other threads use `call`,
         // `latch` and `root` in this frame: a panic of the scheduler's own (a body's is caught
-        // in `LoopCall::run`) must not unwind out of it (see `crate::unwind`).
-        abort_on_unwind("a parallel loop's work was out", || {
-            let latch = Latch::new();
-            let root = CountNode::root(&latch);
-            let root_ref = NodeRef(&root);
-            // Every strategy releases the caller's own count of the root (held since
-            // `CountNode::root`) when the caller's part is done. Lazy claims also wait for the
-            // call themselves (`true`): they may complete it without setting the latch.
-            let complete = match strategy {
-                Strategy::Tree(config) if nested && config.nested == NestedCalls::Split => {
-                    let grain = range.len().div_ceil(4 * registry.num_threads());
-                    simple::run(ctx, &call, root_ref, range, grain);
-                    false
-                }
-                Strategy::Tree(config) if nested && config.nested == NestedCalls::LazyHalves => {
-                    lazy::run_halves(ctx, &call, root_ref, range, call.slots);
-                    false
-                }
-                Strategy::Tree(config)
-                    if (nested && config.nested == NestedCalls::Lazy)
-                        || (!nested
-                            && range.len()
-                                <= config.small_per_thread.saturating_mul(call.slots)) =>
-                {
-                    lazy::run(ctx, &call, root_ref, range, call.slots, &latch);
-                    true
-                }
-                Strategy::Tree(config) => {
-                    tree::run(ctx, &call, root_ref, range, config, !nested);
-                    false
-                }
-                Strategy::Static => {
-                    static_blocks::run(ctx, &call, root_ref, range);
-                    false
-                }
-                Strategy::Dynamic { chunk } => {
-                    dynamic::run(ctx, &call, root_ref, range, *chunk);
-                    false
-                }
-                Strategy::Guided { min_chunk } => {
-                    guided::run(ctx, &call, root_ref, range, *min_chunk);
-                    false
-                }
-                Strategy::Simple { grain } => {
-                    simple::run(ctx, &call, root_ref, range, *grain);
-                    false
-                }
-            };
-            if !complete {
-                ctx.wait_for(&latch, crate::WaitKind::Loop);
+        // in `LoopCall::run`) must not unwind out of it (see `crate::unwind`). Declared after
+        // them, so that unwinding reaches the guard before it drops any of them.
+        let guard = AbortOnDrop::new("a parallel loop's work was out");
+        // Every strategy releases the caller's own count of the root (held since
+        // `CountNode::root`) when the caller's part is done. Lazy claims also wait for the
+        // call themselves (`true`): they may complete it without setting the latch.
+        let complete = match strategy {
+            Strategy::Tree(config) if nested && config.nested == NestedCalls::Split => {
+                let grain = range.len().div_ceil(4 * registry.num_threads());
+                simple::run(ctx, &call, root_ref, range, grain);
+                false
             }
-        });
+            Strategy::Tree(config) if nested && config.nested == NestedCalls::LazyHalves => {
+                lazy::run_halves(ctx, &call, root_ref, range, call.slots);
+                false
+            }
+            Strategy::Tree(config)
+                if (nested && config.nested == NestedCalls::Lazy)
+                    || (!nested
+                        && range.len() <= config.small_per_thread.saturating_mul(call.slots)) =>
+            {
+                lazy::run(ctx, &call, root_ref, range, call.slots, &latch);
+                true
+            }
+            Strategy::Tree(config) => {
+                tree::run(ctx, &call, root_ref, range, config, !nested);
+                false
+            }
+            Strategy::Static => {
+                static_blocks::run(ctx, &call, root_ref, range);
+                false
+            }
+            Strategy::Dynamic { chunk } => {
+                dynamic::run(ctx, &call, root_ref, range, *chunk);
+                false
+            }
+            Strategy::Guided { min_chunk } => {
+                guided::run(ctx, &call, root_ref, range, *min_chunk);
+                false
+            }
+            Strategy::Simple { grain } => {
+                simple::run(ctx, &call, root_ref, range, *grain);
+                false
+            }
+        };
+        if !complete {
+            ctx.wait_for(&latch, crate::WaitKind::Loop);
+        }
+        guard.disarm();
         call.take_panic()
     });
     if let Some(payload) = panic {
