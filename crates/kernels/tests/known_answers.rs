@@ -146,6 +146,13 @@ fn qap_bundled_instance_has_the_optimum_its_file_states_on_every_executor() {
             exec.kind()
         );
         assert_eq!(metric(&report, "matches-file-optimum"), 1.0);
+        // The search made at least the one complete assignment it reports, facility by facility.
+        let nodes = metric(&report, "nodes");
+        assert!(
+            nodes >= instance.size() as f64,
+            "{nodes} nodes on {}",
+            exec.kind()
+        );
     }
 }
 
@@ -178,6 +185,7 @@ fn floorplan_finds_the_area_written_in_the_bundled_input_on_every_executor() {
         .unwrap()
         .expected_area()
         .unwrap();
+    let cells = FloorplanInput::parse(&path, &text).unwrap().cell_count();
     let params = Params::new().with("input", path.display().to_string());
     for exec in executors() {
         let report = run("floorplan", &params, exec.as_ref());
@@ -187,6 +195,9 @@ fn floorplan_finds_the_area_written_in_the_bundled_input_on_every_executor() {
             "on {}",
             exec.kind()
         );
+        // The search placed at least the cells of the floorplan it reports, one by one.
+        let nodes = metric(&report, "nodes");
+        assert!(nodes >= cells as f64, "{nodes} nodes on {}", exec.kind());
     }
 }
 

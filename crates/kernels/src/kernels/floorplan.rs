@@ -28,9 +28,19 @@
 //! Validation: `prepare` solves the input once sequentially (untimed); every
 //! run must find the same minimal area, and the floorplan it reports is
 //! re-checked (every cell inside the board, no overlaps, area = footprint).
+//!
+//! Each run also reports `nodes`: how many placements fitted the board (the
+//! partial and complete floorplans the search built). The search is a
+//! branch-and-bound, so this is its amount of work, and it is not fixed: it
+//! depends on how soon some task finds a good floorplan whose area prunes the
+//! others, i.e. on the order in which the scheduler runs the tasks. A scheduler
+//! can be faster on floorplan by searching less, not only by costing less; the
+//! metric tells the two apart (the sequential order's count is in `prepare`'s
+//! search, which one thread runs in the order of the candidates).
 
 use std::ops::Range;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::executor::{Executor, ExecutorError, SeqExecutor};
 use crate::input::floorplan::{BOARD_SIDE, FloorplanInput, Shape};
@@ -142,7 +152,7 @@ impl PreparedKernel for PreparedFloorplan {
         let (solved, elapsed) = timed(exec, || {
             solve_with(exec, &self.input, self.cutoff, &mut self.bound)
         })?;
-        let plan = solved?;
+        let (plan, nodes) = solved?;
         let area = plan.as_ref().map(|plan| plan.area);
         if area != self.reference {
             return Err(wrong_result(
@@ -158,6 +168,7 @@ impl PreparedKernel for PreparedFloorplan {
             check_plan(&self.input, &plan)?;
             metrics.push(Metric::new("min-area", plan.area as f64, ""));
         }
+        metrics.push(Metric::new("nodes", nodes as f64, ""));
         Ok(RunReport { elapsed, metrics })
     }
 }
@@ -365,26 +376,27 @@ fn candidates(input: &FloorplanInput, placed: &[Option<Rect>], id: usize) -> Vec
 }
 
 /// Places the cell at position `level` of the order at `rect` on a copy of
-/// `layout` (BOTS's task body, which copies the cells and the board): a
-/// complete floorplan is offered as the new best; a partial one is returned
-/// for the next cell only while its area is below the best; a candidate that
-/// does not fit gives nothing.
+/// `layout` (BOTS's task body, which copies the cells and the board): `None`
+/// if the candidate does not fit; otherwise a complete floorplan is offered as
+/// the new best (`Some(None)`), and a partial one is returned for the next
+/// cell only while its area is below the best (`Some(Some(…))`, else
+/// `Some(None)`).
 fn extend(
     input: &FloorplanInput,
     layout: &Layout,
     level: usize,
     rect: Rect,
     best: &BestPlan<'_>,
-) -> Option<Layout> {
+) -> Option<Option<Layout>> {
     let order = input.placement_order();
     let board = layout.board.with(rect)?;
     let mut placed = layout.placed.clone();
     placed[order[level]] = Some(rect);
     if level + 1 == order.len() {
         best.offer(board.area(), || placed);
-        None
+        Some(None)
     } else {
-        (board.area() < best.bound()).then_some(Layout { placed, board })
+        Some((board.area() < best.bound()).then_some(Layout { placed, board }))
     }
 }
 
@@ -395,18 +407,20 @@ fn solve(
     input: &FloorplanInput,
     cutoff: usize,
 ) -> Result<Option<Plan>, ExecutorError> {
-    let mut bound = SharedWord::Std(std::sync::atomic::AtomicU64::new(INITIAL_BEST_AREA));
-    solve_with(exec, input, cutoff, &mut bound)
+    let mut bound = SharedWord::Std(AtomicU64::new(INITIAL_BEST_AREA));
+    Ok(solve_with(exec, input, cutoff, &mut bound)?.0)
 }
 
-/// [`solve`] with the best area kept in `bound` (the kernel's `--backend`).
+/// [`solve`] with the best area kept in `bound` (the kernel's `--backend`); also returns how
+/// many placements fitted the board (the search's nodes).
 fn solve_with(
     exec: &dyn Executor,
     input: &FloorplanInput,
     cutoff: usize,
     bound: &mut SharedWord,
-) -> Result<Option<Plan>, ExecutorError> {
+) -> Result<(Option<Plan>, u64), ExecutorError> {
     let best = BestPlan::new(bound, INITIAL_BEST_AREA);
+    let nodes = AtomicU64::new(0);
     place_tasks(
         exec,
         input,
@@ -414,12 +428,15 @@ fn solve_with(
         0,
         cutoff,
         &best,
+        &nodes,
     )?;
-    Ok(best.into_best().map(|(area, placed)| Plan { area, placed }))
+    let plan = best.into_best().map(|(area, placed)| Plan { area, placed });
+    Ok((plan, nodes.into_inner()))
 }
 
 /// Tries every candidate for the cell at position `level` of the order, one
-/// task each, and goes on to the next cell (BOTS `add_cell`).
+/// task each, and goes on to the next cell (BOTS `add_cell`). Adds the
+/// placements that fitted to `nodes`.
 fn place_tasks(
     exec: &dyn Executor,
     input: &FloorplanInput,
@@ -427,15 +444,23 @@ fn place_tasks(
     level: usize,
     cutoff: usize,
     best: &BestPlan<'_>,
+    nodes: &AtomicU64,
 ) -> Result<(), ExecutorError> {
     if level >= cutoff {
-        place_sequential(input, &mut layout.placed, &layout.board, level, best);
+        let searched = place_sequential(input, &mut layout.placed, &layout.board, level, best);
+        // Relaxed: a count read after the search, which every task has finished by then.
+        nodes.fetch_add(searched, Ordering::Relaxed);
         return Ok(());
     }
     let candidates = candidates(input, &layout.placed, input.placement_order()[level]);
     exec.for_each_task(candidates.len(), &|index| {
-        if let Some(child) = extend(input, &layout, level, candidates[index], best) {
-            place_tasks(exec, input, child, level + 1, cutoff, best)?;
+        let Some(extended) = extend(input, &layout, level, candidates[index], best) else {
+            return Ok(());
+        };
+        // Relaxed: as above.
+        nodes.fetch_add(1, Ordering::Relaxed);
+        if let Some(child) = extended {
+            place_tasks(exec, input, child, level + 1, cutoff, best, nodes)?;
         }
         Ok(())
     })
@@ -445,23 +470,26 @@ fn place_tasks(
 /// a new best floorplan's copy: like BOTS, one `placed` array serves the whole
 /// recursion and is written in place (a cell's entry is overwritten for each
 /// of its candidates and read only by cells placed after it), and each
-/// candidate gets its own copy of the board.
+/// candidate gets its own copy of the board. Returns how many placements
+/// fitted (the nodes it searched).
 fn place_sequential(
     input: &FloorplanInput,
     placed: &mut [Option<Rect>],
     board: &Board,
     level: usize,
     best: &BestPlan<'_>,
-) {
+) -> u64 {
     let order = input.placement_order();
     let id = order[level];
     let [left, above] = neighbours(input, placed, id);
+    let mut nodes = 0;
     for &shape in &input.cell(id).shapes {
         for (top, lhs) in candidate_corners(shape, left, above).iter() {
             let rect = Rect::at(shape, top, lhs);
             if !board.fits(rect) {
                 continue;
             }
+            nodes += 1;
             // The one copy of the board per candidate.
             let mut child = *board;
             child.take(rect);
@@ -469,10 +497,11 @@ fn place_sequential(
             if level + 1 == order.len() {
                 best.offer(child.area(), || placed.to_vec());
             } else if child.area() < best.bound() {
-                place_sequential(input, placed, &child, level + 1, best);
+                nodes += place_sequential(input, placed, &child, level + 1, best);
             }
         }
     }
+    nodes
 }
 
 /// Re-checks a reported floorplan from scratch: every cell of the order is
@@ -519,23 +548,72 @@ mod tests {
 
     /// Minimal area by visiting every complete floorplan, no pruning: a
     /// fresh bound per candidate (the initial one) lets `extend` go
-    /// everywhere, and every complete floorplan's area is collected.
-    fn exhaustive_min_area(input: &FloorplanInput) -> Option<u64> {
-        fn visit(input: &FloorplanInput, layout: &Layout, level: usize, areas: &mut Vec<u64>) {
+    /// everywhere, and every complete floorplan's area is collected. Also
+    /// returns the placements that fitted (the nodes of the unpruned search).
+    fn exhaustive_search(input: &FloorplanInput) -> (Option<u64>, u64) {
+        fn visit(
+            input: &FloorplanInput,
+            layout: &Layout,
+            level: usize,
+            areas: &mut Vec<u64>,
+        ) -> u64 {
             let id = input.placement_order()[level];
+            let mut nodes = 0;
             for rect in candidates(input, &layout.placed, id) {
-                let mut word = SharedWord::Std(std::sync::atomic::AtomicU64::new(0));
+                let mut word = SharedWord::Std(AtomicU64::new(0));
                 let never_prunes = BestPlan::new(&mut word, INITIAL_BEST_AREA);
-                if let Some(child) = extend(input, layout, level, rect, &never_prunes) {
-                    visit(input, &child, level + 1, areas);
-                } else if let Some((area, _)) = never_prunes.into_best() {
-                    areas.push(area);
+                match extend(input, layout, level, rect, &never_prunes) {
+                    None => continue,
+                    Some(Some(child)) => nodes += visit(input, &child, level + 1, areas),
+                    Some(None) => areas.extend(never_prunes.into_best().map(|(area, _)| area)),
                 }
+                nodes += 1;
             }
+            nodes
         }
         let mut areas = Vec::new();
-        visit(input, &Layout::empty(input.cell_count()), 0, &mut areas);
-        areas.into_iter().min()
+        let nodes = visit(input, &Layout::empty(input.cell_count()), 0, &mut areas);
+        (areas.into_iter().min(), nodes)
+    }
+
+    fn exhaustive_min_area(input: &FloorplanInput) -> Option<u64> {
+        exhaustive_search(input).0
+    }
+
+    /// The search's nodes with the initial bound, as a run counts them.
+    fn nodes(input: &FloorplanInput, cutoff: usize) -> u64 {
+        let mut bound = SharedWord::Std(AtomicU64::new(INITIAL_BEST_AREA));
+        solve_with(&SeqExecutor::new(), input, cutoff, &mut bound)
+            .unwrap()
+            .1
+    }
+
+    /// On one thread the tasks run in the candidates' order, so the search
+    /// visits the same nodes whether its top levels are tasks or all of it is
+    /// sequential; pruning visits fewer nodes than the exhaustive search (on
+    /// an input where it can prune), never more.
+    #[test]
+    fn nodes_are_the_same_with_and_without_tasks_and_pruning_visits_fewer() {
+        let mut pruned_somewhere = false;
+        for seed in 0..40 {
+            let input = FloorplanInput::generate(1 + (seed as usize % 6), seed);
+            let sequential = nodes(&input, 0);
+            for cutoff in [2, 6] {
+                assert_eq!(
+                    nodes(&input, cutoff),
+                    sequential,
+                    "seed {seed}, cutoff {cutoff}"
+                );
+            }
+            let (_, exhaustive) = exhaustive_search(&input);
+            assert!(
+                sequential <= exhaustive,
+                "seed {seed}: {sequential} > {exhaustive}"
+            );
+            assert!(sequential > 0 || exhaustive == 0, "seed {seed}");
+            pruned_somewhere |= sequential < exhaustive;
+        }
+        assert!(pruned_somewhere, "no input let the search prune");
     }
 
     fn shape(rows: u32, cols: u32) -> Shape {

@@ -18,8 +18,14 @@
 //! run must find the same optimum, and the permutation it reports must be a
 //! permutation whose recomputed cost equals that optimum. An optimum written
 //! in the input file is only compared and reported, never trusted.
+//!
+//! Each run also reports `nodes`, the partial and complete assignments the
+//! search made: its amount of work, which depends on how soon a task finds a
+//! good bound, i.e. on the order in which the scheduler runs the tasks (as
+//! `floorplan`'s does).
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::executor::{Executor, ExecutorError, SeqExecutor};
 use crate::input::integer_tokens::read_input_file;
@@ -143,13 +149,14 @@ impl PreparedKernel for PreparedQap {
         let (solved, elapsed) = timed(exec, || {
             solve_with(exec, &self.instance, self.cutoff, &mut self.bound)
         })?;
-        let solution = solved?;
+        let (solution, nodes) = solved?;
         check_solution(&self.instance, &solution, self.reference_cost)?;
         let mut metrics = vec![Metric::new("optimum", solution.cost as f64, "")];
         if let Some(expected) = self.instance.expected_optimum() {
             let matches = f64::from(u8::from(expected == solution.cost));
             metrics.push(Metric::new("matches-file-optimum", matches, ""));
         }
+        metrics.push(Metric::new("nodes", nodes as f64, ""));
         Ok(RunReport { elapsed, metrics })
     }
 }
@@ -304,37 +311,46 @@ pub(crate) fn solve(
     instance: &QapInstance,
     cutoff: usize,
 ) -> Result<Assignment, ExecutorError> {
-    let mut bound = SharedWord::Std(std::sync::atomic::AtomicU64::new(u64::MAX));
-    solve_with(exec, instance, cutoff, &mut bound)
+    let mut bound = SharedWord::Std(AtomicU64::new(u64::MAX));
+    Ok(solve_with(exec, instance, cutoff, &mut bound)?.0)
 }
 
-/// [`solve`] with the best bound kept in `bound` (the kernel's `--backend`).
+/// [`solve`] with the best bound kept in `bound` (the kernel's `--backend`); also returns how
+/// many assignments the search made (its nodes).
 fn solve_with(
     exec: &dyn Executor,
     instance: &QapInstance,
     cutoff: usize,
     bound: &mut SharedWord,
-) -> Result<Assignment, ExecutorError> {
+) -> Result<(Assignment, u64), ExecutorError> {
     let incumbent = Incumbent::new(bound, u64::MAX);
     let mut root = Node::root(instance);
+    let nodes = AtomicU64::new(0);
     if cutoff == 0 {
-        search_sequential(instance, &mut root, &incumbent);
+        // Relaxed: this thread alone.
+        nodes.store(
+            search_sequential(instance, &mut root, &incumbent),
+            Ordering::Relaxed,
+        );
     } else {
-        search_tasks(exec, instance, &root, cutoff, &incumbent)?;
+        search_tasks(exec, instance, &root, cutoff, &incumbent, &nodes)?;
     }
     // Every instance has a permutation, and the first complete assignment
     // beats `u64::MAX` (the reader keeps costs below it); should that ever
     // fail, the empty assignment is caught by validation as "not a permutation".
     let (cost, locations) = incumbent.into_best().unwrap_or((u64::MAX, Vec::new()));
-    Ok(Assignment { locations, cost })
+    Ok((Assignment { locations, cost }, nodes.into_inner()))
 }
 
+/// One task per free location for the next facility, down to level `cutoff`; adds the
+/// assignments made to `nodes`.
 fn search_tasks(
     exec: &dyn Executor,
     instance: &QapInstance,
     node: &Node,
     cutoff: usize,
     incumbent: &Incumbent<'_>,
+    nodes: &AtomicU64,
 ) -> Result<(), ExecutorError> {
     let free = node.free_locations();
     exec.for_each_task(free.len(), &|index| {
@@ -343,32 +359,39 @@ fn search_tasks(
         }
         let mut child = node.clone();
         child.assign(instance, free[index]);
+        let mut searched = 1;
         if child.is_complete() {
             incumbent.offer(child.cost, || child.locations.clone());
         } else if child.lower_bound() < incumbent.bound() {
             if child.locations.len() < cutoff {
-                search_tasks(exec, instance, &child, cutoff, incumbent)?;
+                search_tasks(exec, instance, &child, cutoff, incumbent, nodes)?;
             } else {
-                search_sequential(instance, &mut child, incumbent);
+                searched += search_sequential(instance, &mut child, incumbent);
             }
         }
+        // Relaxed: a count read after the search, which every task has finished by then.
+        nodes.fetch_add(searched, Ordering::Relaxed);
         Ok(())
     })
 }
 
-fn search_sequential(instance: &QapInstance, node: &mut Node, incumbent: &Incumbent<'_>) {
+/// The search below the cutoff; returns the assignments it made.
+fn search_sequential(instance: &QapInstance, node: &mut Node, incumbent: &Incumbent<'_>) -> u64 {
+    let mut nodes = 0;
     for location in 0..node.n {
         if node.used[location] || node.cost + node.added_cost(location) >= incumbent.bound() {
             continue;
         }
         node.assign(instance, location);
+        nodes += 1;
         if node.is_complete() {
             incumbent.offer(node.cost, || node.locations.clone());
         } else if node.lower_bound() < incumbent.bound() {
-            search_sequential(instance, node, incumbent);
+            nodes += search_sequential(instance, node, incumbent);
         }
         node.unassign(instance);
     }
+    nodes
 }
 
 #[cfg(test)]
@@ -381,6 +404,46 @@ mod tests {
         let instance = QapInstance::from_matrices(2, vec![0, 2, 3, 0], vec![0, 5, 7, 0]).unwrap();
         let solution = solve(&SeqExecutor::new(), &instance, 1).unwrap();
         assert_eq!((solution.locations, solution.cost), (vec![1, 0], 29));
+    }
+
+    /// The search's nodes as a run counts them.
+    fn nodes(instance: &QapInstance, cutoff: usize) -> u64 {
+        let mut bound = SharedWord::Std(AtomicU64::new(u64::MAX));
+        solve_with(&SeqExecutor::new(), instance, cutoff, &mut bound)
+            .unwrap()
+            .1
+    }
+
+    /// On one thread the tasks run in the locations' order, so every cutoff makes the same
+    /// assignments as the sequential search; pruning makes fewer than the n! complete and
+    /// partial assignments of an exhaustive search once n > 2.
+    #[test]
+    fn nodes_are_the_same_for_every_cutoff_and_pruning_makes_fewer() {
+        for n in 1..=7 {
+            let instance = QapInstance::generate(n, n as u64);
+            let sequential = nodes(&instance, 0);
+            for cutoff in 1..=n {
+                assert_eq!(
+                    nodes(&instance, cutoff),
+                    sequential,
+                    "n = {n}, cutoff {cutoff}"
+                );
+            }
+            // Partial and complete assignments of the unpruned search: n + n(n-1) + … + n!.
+            let exhaustive: u64 = (1..=n as u64)
+                .scan(1, |product, k| {
+                    *product *= n as u64 + 1 - k;
+                    Some(*product)
+                })
+                .sum();
+            assert!(
+                sequential >= n as u64 && sequential <= exhaustive,
+                "n = {n}"
+            );
+            if n > 4 {
+                assert!(sequential < exhaustive, "n = {n}: nothing pruned");
+            }
+        }
     }
 
     #[test]
