@@ -62,9 +62,9 @@ pub struct CorunArgs {
     /// With --compare: runs per algorithm [default: 3; at most 1000].
     #[arg(long, value_name = "N", value_parser = parse_repeat)]
     pub repeat: Option<usize>,
-    /// Seed of the shuffled run order of --compare.
-    #[arg(long, value_name = "S", default_value_t = 1)]
-    pub seed: u64,
+    /// With --compare: seed of the shuffled run order [default: 1].
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
     /// Stop every command (SIGTERM, then SIGKILL) after this many seconds.
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Option<Duration>,
@@ -83,8 +83,10 @@ pub struct CorunArgs {
 
 /// Runs per algorithm of `--compare` when `--repeat` is not given.
 const DEFAULT_REPEAT: usize = 3;
+/// Seed of `--compare`'s run order when `--seed` is not given.
+const DEFAULT_SEED: u64 = 1;
 
-/// `--repeat` and `--algorithms` shape a `--compare`; without it one run is made under
+/// `--repeat`, `--algorithms` and `--seed` shape a `--compare`; without it one run is made under
 /// `--algorithm`, and they would be silently ignored.
 fn check_compare_flags(args: &CorunArgs) -> Result<(), CliError> {
     if args.compare {
@@ -101,6 +103,12 @@ fn check_compare_flags(args: &CorunArgs) -> Result<(), CliError> {
             "--algorithms {} needs --compare (without it corun runs the commands once, under \
              --algorithm)",
             algorithms.join(",")
+        )));
+    }
+    if let Some(seed) = args.seed {
+        return Err(CliError::Usage(format!(
+            "--seed {seed} needs --compare (it seeds the shuffled run order; without --compare \
+             corun runs the commands once, under --algorithm)"
         )));
     }
     Ok(())
@@ -261,7 +269,7 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
         return Ok(());
     }
     let algorithms = compared_algorithms(args.algorithms.as_deref())?;
-    let mut rng = SplitMix64::new(args.seed);
+    let mut rng = SplitMix64::new(args.seed.unwrap_or(DEFAULT_SEED));
     let mut runs: Vec<CorunReport> = Vec::new();
     let repeat = args.repeat.unwrap_or(DEFAULT_REPEAT);
     let total = repeat * algorithms.len();

@@ -535,6 +535,23 @@ fn corun_compare_options_without_compare_are_refused() {
         &["corun", "--algorithms", "os", "--", "true"],
         &["--algorithms os needs --compare"],
     );
+    assert_bad_input(
+        &["corun", "--seed", "3", "--", "true"],
+        &["--seed 3 needs --compare (it seeds the shuffled run order"],
+    );
+    let (out, _) = cli_ok(&[
+        "corun",
+        "--compare",
+        "--repeat",
+        "1",
+        "--algorithms",
+        "os",
+        "--seed",
+        "3",
+        "--",
+        "true",
+    ]);
+    assert!(out.lines().any(|l| l.starts_with("os ")), "{out}");
 }
 
 #[test]
