@@ -46,9 +46,10 @@ pub const COMMAND_SEPARATOR: &str = ":::";
 /// ```
 #[derive(Debug, Args)]
 pub struct CorunArgs {
-    /// instruction-aware, algorithm1 (or algorithm1:CLASS), round-robin (= compact), os-index, scatter or os.
-    #[arg(long, value_name = "NAME", default_value = "instruction-aware")]
-    pub algorithm: String,
+    /// instruction-aware, algorithm1 (or algorithm1:CLASS), round-robin (= compact), os-index,
+    /// scatter or os; not with --compare, which takes --algorithms [default: instruction-aware].
+    #[arg(long, value_name = "NAME")]
+    pub algorithm: Option<String>,
     /// A profile of one of the commands (`profile --output P.json -- CMD`), matched by its
     /// command line; repeatable. Commands without one have an unknown mix.
     #[arg(long, value_name = "P.json")]
@@ -85,11 +86,20 @@ pub struct CorunArgs {
 const DEFAULT_REPEAT: usize = 3;
 /// Seed of `--compare`'s run order when `--seed` is not given.
 const DEFAULT_SEED: u64 = 1;
+/// The algorithm of a single run when `--algorithm` is not given.
+const DEFAULT_ALGORITHM: &str = "instruction-aware";
 
 /// `--repeat`, `--algorithms` and `--seed` shape a `--compare`; without it one run is made under
-/// `--algorithm`, and they would be silently ignored.
+/// `--algorithm`, which `--compare` replaces by its list. Either way the other flags would be
+/// silently ignored.
 fn check_compare_flags(args: &CorunArgs) -> Result<(), CliError> {
     if args.compare {
+        if let Some(algorithm) = &args.algorithm {
+            return Err(CliError::Usage(format!(
+                "--algorithm {algorithm} cannot be used with --compare, which runs the commands \
+                 under every algorithm of --algorithms"
+            )));
+        }
         return Ok(());
     }
     if let Some(repeat) = args.repeat {
@@ -228,7 +238,12 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
     let stop = stop_on_termination_signals()
         .map_err(|error| CliError::Usage(format!("cannot install the signal handlers: {error}")))?;
     let mut options = CorunOptions {
-        algorithm: args.algorithm.trim().parse()?,
+        algorithm: args
+            .algorithm
+            .as_deref()
+            .unwrap_or(DEFAULT_ALGORITHM)
+            .trim()
+            .parse()?,
         poll: Duration::from_millis(args.poll_ms as u64),
         max_poll: Duration::from_millis(args.poll_ms.max(100) as u64),
         timeout: args.timeout,

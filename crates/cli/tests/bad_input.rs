@@ -539,6 +539,13 @@ fn corun_compare_options_without_compare_are_refused() {
         &["corun", "--seed", "3", "--", "true"],
         &["--seed 3 needs --compare (it seeds the shuffled run order"],
     );
+    assert_bad_input(
+        &["corun", "--compare", "--algorithm", "scatter", "--", "true"],
+        &[
+            "--algorithm scatter cannot be used with --compare",
+            "--algorithms",
+        ],
+    );
     let (out, _) = cli_ok(&[
         "corun",
         "--compare",
