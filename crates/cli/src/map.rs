@@ -83,25 +83,36 @@ pub struct MapArgs {
     /// A profile (`profile --output`) supplying the mix of the kernel it profiled; repeatable.
     #[arg(long, value_name = "P.json")]
     pub profile: Vec<PathBuf>,
-    /// Seed of the random placements the model compares against.
-    #[arg(long, value_name = "S", default_value_t = 1, value_parser = parse_count_u64)]
-    pub seed: u64,
-    /// Number of random placements the model compares against [at most 100000].
-    #[arg(long, value_name = "N", default_value_t = 100, value_parser = parse_random_samples)]
-    pub random_samples: usize,
+    /// Seed of the random placements the model compares against; not with --pid [default: 1].
+    #[arg(long, value_name = "S", value_parser = parse_count_u64)]
+    pub seed: Option<u64>,
+    /// Number of random placements the model compares against; not with --pid [default: 100; at
+    /// most 100000].
+    #[arg(long, value_name = "N", value_parser = parse_random_samples)]
+    pub random_samples: Option<usize>,
     /// Also measure scenarios A (alone), B (two copies on sibling PUs), C (with a different-unit
     /// partner on the sibling) for every kernel of --kernels on a real SMT core of this machine,
     /// reported as time relative to A with the geometric mean over kernels.
     #[arg(long)]
     pub scenarios: bool,
-    /// Length of each scenario measurement, in milliseconds [at most 60000].
-    #[arg(long, value_name = "MS", default_value_t = 200, value_parser = parse_scenario_ms)]
-    pub scenario_ms: usize,
-    /// Repetitions of every kernel's scenarios (interleaved); the median is reported [at most
-    /// 1000].
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_scenario_repetitions)]
-    pub scenario_repetitions: usize,
+    /// With --scenarios: length of each scenario measurement, in milliseconds [default: 200; at
+    /// most 60000].
+    #[arg(long, value_name = "MS", value_parser = parse_scenario_ms)]
+    pub scenario_ms: Option<usize>,
+    /// With --scenarios: repetitions of every kernel's scenarios (interleaved); the median is
+    /// reported [default: 3; at most 1000].
+    #[arg(long, value_name = "N", value_parser = parse_scenario_repetitions)]
+    pub scenario_repetitions: Option<usize>,
 }
+
+/// Seed of the random placements when `--seed` is not given.
+const DEFAULT_SEED: u64 = 1;
+/// Random placements when `--random-samples` is not given.
+const DEFAULT_RANDOM_SAMPLES: usize = 100;
+/// Length of a scenario measurement when `--scenario-ms` is not given.
+const DEFAULT_SCENARIO_MS: u64 = 200;
+/// Repetitions of the scenarios when `--scenario-repetitions` is not given.
+const DEFAULT_SCENARIO_REPETITIONS: usize = 3;
 
 fn parse_count_u64(text: &str) -> Result<u64, String> {
     text.trim()
@@ -301,8 +312,8 @@ pub fn run(args: &MapArgs) -> Result<(), CliError> {
         &mixes,
         threads,
         algorithm,
-        args.random_samples,
-        args.seed,
+        args.random_samples.unwrap_or(DEFAULT_RANDOM_SAMPLES),
+        args.seed.unwrap_or(DEFAULT_SEED),
     ) {
         Ok(report) => Some(report),
         // The scenarios need no mapping: with more kernels than this machine has PUs (and no
@@ -334,8 +345,9 @@ pub fn run(args: &MapArgs) -> Result<(), CliError> {
         let suite = scenario_suite(
             &topology,
             &mixes,
-            Duration::from_millis(args.scenario_ms as u64),
-            args.scenario_repetitions,
+            Duration::from_millis(args.scenario_ms.map_or(DEFAULT_SCENARIO_MS, |ms| ms as u64)),
+            args.scenario_repetitions
+                .unwrap_or(DEFAULT_SCENARIO_REPETITIONS),
         )?;
         write_stdout(|out| write!(out, "{suite}"))?;
     }
@@ -344,11 +356,14 @@ pub fn run(args: &MapArgs) -> Result<(), CliError> {
 
 /// Refuses a flag of one mode given in the other, which would be silently ignored: `--class` and
 /// `--follow` describe running processes (`--pid`); `--topology` and `--threads` a planned mapping
-/// of kernels, while `--pid` maps every thread of the processes on this machine.
+/// of kernels, while `--pid` maps every thread of the processes on this machine; `--seed` and
+/// `--random-samples` shape the random baseline of a planned mapping, which `--pid` has none of;
+/// `--scenario-ms` and `--scenario-repetitions` shape `--scenarios`.
 ///
 /// # Errors
 /// [`CliError::Usage`] naming both flags.
 fn check_mode_flags(args: &MapArgs) -> Result<(), CliError> {
+    check_scenario_flags(args)?;
     if args.pid.is_empty() {
         if !args.class.is_empty() {
             return Err(CliError::Usage(
@@ -377,6 +392,48 @@ fn check_mode_flags(args: &MapArgs) -> Result<(), CliError> {
         return Err(CliError::Usage(format!(
             "--threads {threads} cannot be used with --pid: every thread of the processes is \
              mapped"
+        )));
+    }
+    if let Some(seed) = args.seed {
+        return Err(CliError::Usage(format!(
+            "--seed {seed} cannot be used with --pid: it seeds the random placements a planned \
+             mapping of --kernels is compared against"
+        )));
+    }
+    if let Some(samples) = args.random_samples {
+        return Err(CliError::Usage(format!(
+            "--random-samples {samples} cannot be used with --pid: the random placements are \
+             what a planned mapping of --kernels is compared against"
+        )));
+    }
+    Ok(())
+}
+
+/// `--scenario-ms` and `--scenario-repetitions` without `--scenarios` (which `--pid` cannot
+/// take), and `--seed` beside `--random-samples 0`, would change nothing.
+fn check_scenario_flags(args: &MapArgs) -> Result<(), CliError> {
+    if !args.scenarios {
+        let given = [
+            ("--scenario-ms", args.scenario_ms),
+            ("--scenario-repetitions", args.scenario_repetitions),
+        ];
+        if let Some((flag, value)) = given
+            .into_iter()
+            .find_map(|(flag, value)| value.map(|value| (flag, value)))
+        {
+            let beside = if args.pid.is_empty() {
+                "needs --scenarios (it shapes the scenario measurements)".to_owned()
+            } else {
+                "cannot be used with --pid: it shapes the scenario measurements of --kernels \
+                 (--scenarios)"
+                    .to_owned()
+            };
+            return Err(CliError::Usage(format!("{flag} {value} {beside}")));
+        }
+    }
+    if let (Some(seed), Some(0)) = (args.seed, args.random_samples) {
+        return Err(CliError::Usage(format!(
+            "--seed {seed} needs random placements to seed (--random-samples is 0)"
         )));
     }
     Ok(())

@@ -496,6 +496,59 @@ fn map_flags_of_the_other_mode_are_refused_naming_both() {
 }
 
 #[test]
+fn map_refuses_the_random_baseline_and_scenario_settings_where_nothing_uses_them() {
+    assert_bad_input(
+        &["map", "--pid", NO_PID, "--seed", "3"],
+        &["--seed 3 cannot be used with --pid", "random placements"],
+    );
+    assert_bad_input(
+        &["map", "--pid", NO_PID, "--random-samples", "10"],
+        &["--random-samples 10 cannot be used with --pid"],
+    );
+    for flag in ["--scenario-ms", "--scenario-repetitions"] {
+        assert_bad_input(
+            &["map", "--pid", NO_PID, flag, "2"],
+            &[
+                &format!("{flag} 2 cannot be used with --pid"),
+                "--scenarios",
+            ],
+        );
+        assert_bad_input(
+            &["map", "--kernels", "fp-add,int-add", flag, "2"],
+            &[&format!("{flag} 2 needs --scenarios")],
+        );
+    }
+    assert_bad_input(
+        &[
+            "map",
+            "--kernels",
+            "fp-add",
+            "--seed",
+            "3",
+            "--random-samples",
+            "0",
+        ],
+        &["--seed 3 needs random placements", "--random-samples is 0"],
+    );
+    // A planned mapping takes both, and the report says so.
+    let (out, _) = cli_ok(&[
+        "map",
+        "--topology",
+        "synthetic:pack:1 core:2 pu:1",
+        "--kernels",
+        "fp-add,int-add",
+        "--seed",
+        "4",
+        "--random-samples",
+        "3",
+    ]);
+    assert!(
+        out.contains("mean of 3 seeded placements from seed 4"),
+        "{out}"
+    );
+}
+
+#[test]
 fn map_pid_takes_one_class_per_process_or_none() {
     let two = format!("{NO_PID},{}", NO_PID.replace('6', "5"));
     assert_bad_input(
