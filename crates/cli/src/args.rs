@@ -104,7 +104,8 @@ pub struct SweepArgs {
     /// Untimed warm-up runs per cell, before the timed ones [at most 1000000].
     #[arg(long, value_name = "W", default_value_t = DEFAULT_WARMUP, value_parser = parse_warmup)]
     pub warmup: usize,
-    /// Kernel parameters, each passed only to the kernels that declare it.
+    /// Kernel parameters, each passed only to the kernels that declare it (one that no selected
+    /// kernel declares is an error).
     #[command(flatten)]
     pub params: KernelParamArgs,
     /// Output format of stdout, or of `--output` [default: table; for a file: from its extension].
@@ -224,7 +225,7 @@ pub struct KernelParamArgs {
     pub lock: Option<String>,
     /// Atomics backend: of the spin locks for round and trapezoid (lse, llsc, portable; default:
     /// the best this CPU has); of the shared bound/counter for qap, floorplan and nqueens (std,
-    /// portable, lse, llsc; default std).
+    /// portable, lse, llsc; default std); an error when no selected kernel is one of these.
     #[arg(long, value_name = "BACKEND")]
     pub backend: Option<String>,
     /// trapezoid: how the sum is kept (spin, mutex, semaphore, atomic, local).
@@ -254,18 +255,8 @@ impl KernelParamArgs {
     /// # Errors
     /// The message, naming the parameter.
     pub fn pairs(&self) -> Result<Vec<(String, String)>, String> {
-        let named = [
-            ("width", &self.width),
-            ("matrix", &self.matrix),
-            ("input", &self.input),
-            ("cutoff", &self.cutoff),
-            ("kb", &self.kb),
-            ("n", &self.n),
-            ("lock", &self.lock),
-            ("backend", &self.backend),
-            ("method", &self.method),
-        ];
-        let mut pairs: Vec<(String, String)> = named
+        let mut pairs: Vec<(String, String)> = self
+            .named()
             .into_iter()
             .filter_map(|(name, value)| value.as_ref().map(|v| (name.to_owned(), v.clone())))
             .collect();
@@ -281,6 +272,42 @@ impl KernelParamArgs {
             return Err(format!("parameter `{name}` is an empty path; name a file"));
         }
         Ok(pairs)
+    }
+
+    /// Parameter `name` with `value` as the user gave it, for an error message: `--backend lse`
+    /// when its own flag was given, else `--param backend=lse`.
+    ///
+    /// ```
+    /// use parbench_cli::args::KernelParamArgs;
+    /// let args = KernelParamArgs { backend: Some("lse".into()), ..Default::default() };
+    /// assert_eq!(args.given_as("backend", "lse"), "--backend lse");
+    /// assert_eq!(args.given_as("iters", "3"), "--param iters=3");
+    /// ```
+    pub fn given_as(&self, name: &str, value: &str) -> String {
+        let flagged = self
+            .named()
+            .iter()
+            .any(|(flag, given)| *flag == name && given.is_some());
+        if flagged {
+            format!("--{name} {value}")
+        } else {
+            format!("--param {name}={value}")
+        }
+    }
+
+    /// The parameters with a flag of their own, by the flag's (and parameter's) name.
+    fn named(&self) -> [(&'static str, &Option<String>); 9] {
+        [
+            ("width", &self.width),
+            ("matrix", &self.matrix),
+            ("input", &self.input),
+            ("cutoff", &self.cutoff),
+            ("kb", &self.kb),
+            ("n", &self.n),
+            ("lock", &self.lock),
+            ("backend", &self.backend),
+            ("method", &self.method),
+        ]
     }
 }
 

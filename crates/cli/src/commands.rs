@@ -120,9 +120,11 @@ pub fn plan_from_args(args: &SweepArgs) -> Result<SweepPlan, CliError> {
             .iter()
             .any(|k| k.params().iter().any(|p| p.name == name))
         {
-            return Err(CliError::Usage(format!(
-                "no selected kernel takes parameter `{name}` (see `parbench-cli list`)"
-            )));
+            return Err(untaken_parameter(
+                &args.params.given_as(&name, &value),
+                &format!("no selected kernel takes parameter `{name}`"),
+                &name,
+            ));
         }
         params.set(name, value);
     }
@@ -139,6 +141,25 @@ pub fn plan_from_args(args: &SweepArgs) -> Result<SweepPlan, CliError> {
         params,
         interleave: args.interleave,
     })
+}
+
+/// The error for a parameter that would reach no kernel (a parameter only ever goes to the kernels
+/// that declare it, so it would be recorded and measured as if it had an effect): `given` as the
+/// user typed it, `refusal` saying which kernels do not take `name`, then the kernels that do.
+pub(crate) fn untaken_parameter(given: &str, refusal: &str, name: &str) -> CliError {
+    let takers: Vec<&str> = registry()
+        .iter()
+        .filter(|kernel| kernel.params().iter().any(|spec| spec.name == name))
+        .map(|kernel| kernel.name())
+        .collect();
+    let takers = match takers.as_slice() {
+        [] => "no kernel does".to_owned(),
+        [only] => format!("only {only} does"),
+        [rest @ .., last] => format!("{} and {last} do", rest.join(", ")),
+    };
+    CliError::Usage(format!(
+        "{given}: {refusal}; {takers} (see `parbench-cli list`)"
+    ))
 }
 
 fn dedup_in_order<T>(items: &mut Vec<T>, same: impl Fn(&T, &T) -> bool) {

@@ -33,6 +33,7 @@ use parbench_mapper::perf::{Metrics, Profile, Quantity, StudyMetrics, nominal_fr
 use plotters::prelude::*;
 
 use crate::args::{FILE_PARAMETERS, FigureFormat, KernelParamArgs, parse_in_range, parse_positive};
+use crate::commands::untaken_parameter;
 use crate::error::CliError;
 use crate::export::ExportFormat;
 use crate::results::{Cell, Metadata, MetricSeries, Report};
@@ -327,10 +328,11 @@ fn service_params(kernel: &dyn Kernel, args: &KernelParamArgs) -> Result<Params,
     };
     for (name, value) in pairs {
         if !kernel.params().iter().any(|spec| spec.name == name) {
-            return Err(CliError::Usage(format!(
-                "kernel {} takes no parameter `{name}` (see `parbench-cli list`)",
-                kernel.name()
-            )));
+            return Err(untaken_parameter(
+                &args.given_as(&name, &value),
+                &format!("kernel {} takes no parameter `{name}`", kernel.name()),
+                &name,
+            ));
         }
         params.set(name, value);
     }

@@ -19,7 +19,7 @@ use parbench_mapper::InstructionMix;
 use parbench_mapper::perf::{Profile, ProfileRequest, profile_threads};
 
 use crate::args::{parse_key_value, parse_positive};
-use crate::commands::write_stdout;
+use crate::commands::{untaken_parameter, write_stdout};
 use crate::error::CliError;
 
 /// Options of `parbench-cli profile`.
@@ -72,10 +72,11 @@ pub fn kernel_params(kernel: &dyn Kernel, pairs: &[(String, String)]) -> Result<
     let mut params = Params::new();
     for (name, value) in pairs {
         if !kernel.params().iter().any(|spec| spec.name == name) {
-            return Err(CliError::Usage(format!(
-                "kernel {} takes no parameter `{name}` (see `parbench-cli list`)",
-                kernel.name()
-            )));
+            return Err(untaken_parameter(
+                &format!("--param {name}={value}"),
+                &format!("kernel {} takes no parameter `{name}`", kernel.name()),
+                name,
+            ));
         }
         params.set(name.clone(), value.clone());
     }

@@ -637,3 +637,81 @@ fn latency_plot_names_other_than_svg_or_png_are_refused_before_measuring() {
     );
     assert!(!figure.exists());
 }
+
+#[test]
+fn kernel_parameters_no_selected_kernel_takes_are_refused_naming_the_kernels_that_do() {
+    let takers = ["round", "trapezoid", "qap", "floorplan", "nqueens"];
+    let mut backend = tiny_sweep(&["--runs", "1", "--rounds", "1", "--backend", "lse"]);
+    let mut needles = vec!["--backend lse: no selected kernel takes parameter `backend`"];
+    needles.extend(takers);
+    assert_bad_input(&strs(&backend), &needles);
+    backend.truncate(backend.len() - 2);
+    backend.extend(["--param", "backend=portable"].map(String::from));
+    assert_bad_input(
+        &strs(&backend),
+        &["--param backend=portable: no selected kernel takes parameter `backend`"],
+    );
+    assert_bad_input(
+        &[
+            "latency",
+            "--service",
+            "matmul",
+            "--n",
+            "8",
+            "--qps",
+            "100",
+            "--backend",
+            "portable",
+        ],
+        &[
+            "--backend portable: kernel matmul takes no parameter `backend`",
+            "nqueens",
+        ],
+    );
+    assert_bad_input(
+        &[
+            "profile",
+            "--kernel",
+            "fp-add",
+            "--param",
+            "backend=portable",
+        ],
+        &["--param backend=portable: kernel fp-add takes no parameter `backend`"],
+    );
+    assert_bad_input(
+        &strs(&tiny_sweep(&["--lock", "tas"])),
+        &["--lock tas", "trapezoid and round do"],
+    );
+    // A kernel that takes it gets it, and the report records it.
+    let (out, _) = cli_ok(&[
+        "sweep",
+        "--kernels",
+        "round",
+        "--n",
+        "2",
+        "--param",
+        "meals=10",
+        "--lock",
+        "tas",
+        "--backend",
+        "portable",
+        "--schedulers",
+        "seq",
+        "--threads",
+        "1",
+        "--runs",
+        "1",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--format",
+        "json",
+        "-q",
+    ]);
+    let report: serde_json::Value = serde_json::from_str(&out).expect("JSON report");
+    assert_eq!(
+        report["metadata"]["settings"]["round.backend"], "portable",
+        "{out}"
+    );
+}
