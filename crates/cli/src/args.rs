@@ -220,12 +220,14 @@ pub struct KernelParamArgs {
     /// Problem size (nqueens board, trapezoids, philosophers, array length …; see `list`).
     #[arg(long, value_name = "N")]
     pub n: Option<String>,
-    /// round, trapezoid: the lock type (tas, ttas, ticket, std; see `list`).
+    /// round, trapezoid: the lock type (tas, ttas, ticket, std; see `list`); trapezoid takes one
+    /// only with --method mutex or local.
     #[arg(long, value_name = "LOCK")]
     pub lock: Option<String>,
     /// Atomics backend: of the spin locks for round and trapezoid (lse, llsc, portable; default:
-    /// the best this CPU has); of the shared bound/counter for qap, floorplan and nqueens (std,
-    /// portable, lse, llsc; default std); an error when no selected kernel is one of these.
+    /// the best this CPU has; an error beside their default --lock std, which has none); of the
+    /// shared bound/counter for qap, floorplan and nqueens (std, portable, lse, llsc; default
+    /// std); an error when no selected kernel is one of these.
     #[arg(long, value_name = "BACKEND")]
     pub backend: Option<String>,
     /// trapezoid: how the sum is kept (spin, mutex, semaphore, atomic, local).

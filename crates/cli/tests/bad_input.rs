@@ -682,6 +682,47 @@ fn kernel_parameters_no_selected_kernel_takes_are_refused_naming_the_kernels_tha
         &strs(&tiny_sweep(&["--lock", "tas"])),
         &["--lock tas", "trapezoid and round do"],
     );
+    // round and trapezoid take a backend only for a spin lock (their default lock is std).
+    let round = [
+        "sweep",
+        "--kernels",
+        "round",
+        "--n",
+        "2",
+        "--param",
+        "meals=10",
+        "--schedulers",
+        "seq",
+        "--threads",
+        "1",
+        "--runs",
+        "1",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "-q",
+    ];
+    assert_bad_input(
+        &[&round[..], &["--backend", "portable"]].concat(),
+        &[
+            "parameter `backend`",
+            "only a spin lock (lock tas, ttas or ticket)",
+        ],
+    );
+    assert_bad_input(
+        &[
+            "sweep",
+            "--kernels",
+            "trapezoid",
+            "--method",
+            "atomic",
+            "--lock",
+            "tas",
+            "-q",
+        ],
+        &["parameter `lock`", "method atomic takes no lock"],
+    );
     // A kernel that takes it gets it, and the report records it.
     let (out, _) = cli_ok(&[
         "sweep",

@@ -26,7 +26,9 @@ pub(crate) const BACKEND_PARAM: ParamSpec = ParamSpec {
 
 /// The mutex kind and backend `params` choose for `kernel`.
 ///
-/// The backend is only parsed here; whether this CPU can run it shows when a lock is built.
+/// The backend is only parsed here; whether this CPU can run it shows when a lock is built. A
+/// backend given beside `std` (the default lock) is an error: `std::sync::Mutex` has none, and
+/// the run would be recorded under a backend it never used.
 pub(crate) fn lock_choice(
     kernel: &dyn Kernel,
     params: &Params,
@@ -37,9 +39,21 @@ pub(crate) fn lock_choice(
         .map_err(|error| bad_param(kernel, LOCK_PARAM.name, lock, &error.to_string()))?;
     let backend = match params.get_str(kernel, BACKEND_PARAM.name)? {
         "" => Backend::best(),
-        name => name.parse().map_err(|error: parbench_atomics::Error| {
-            bad_param(kernel, BACKEND_PARAM.name, name, &error.to_string())
-        })?,
+        name => {
+            let backend = name.parse().map_err(|error: parbench_atomics::Error| {
+                bad_param(kernel, BACKEND_PARAM.name, name, &error.to_string())
+            })?;
+            if kind == MutexKind::Std {
+                return Err(bad_param(
+                    kernel,
+                    BACKEND_PARAM.name,
+                    name,
+                    "only a spin lock (lock tas, ttas or ticket) has an atomics backend; lock std \
+                     (the default) is std::sync::Mutex",
+                ));
+            }
+            backend
+        }
     };
     Ok((kind, backend))
 }

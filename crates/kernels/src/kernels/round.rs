@@ -810,4 +810,15 @@ mod tests {
             Err(KernelError::BadParam { .. })
         ));
     }
+
+    #[test]
+    fn a_backend_beside_the_std_lock_is_a_bad_param() {
+        // std::sync::Mutex has no atomics backend: the run would be recorded under one it never
+        // used. The portable backend exists on every CPU, so only the lock can refuse it.
+        let params = Params::new().with("backend", "portable");
+        let error = Round.prepare(&params, 1).err().unwrap().to_string();
+        assert!(error.contains("only a spin lock"), "{error}");
+        let spin = params.with("lock", "tas");
+        assert!(Round.prepare(&spin, 1).is_ok());
+    }
 }

@@ -232,6 +232,20 @@ impl Kernel for Trapezoid {
         let n = params.get_usize_in(self, "n", 1..=1 << 34)?;
         let block = params.get_usize_in(self, "block", 1..=1 << 34)?;
         let method = params.get_choice(self, "method", &METHODS)?;
+        if !uses_lock(method)
+            && let Some((name, value)) = params
+                .iter()
+                .find(|(name, _)| [LOCK_PARAM.name, BACKEND_PARAM.name].contains(name))
+        {
+            return Err(bad_param(
+                self,
+                name,
+                value,
+                &format!(
+                    "method {method} takes no lock (lock and backend are for methods mutex and local)"
+                ),
+            ));
+        }
         let (lock, backend) = lock_choice(self, params)?;
         let sum = shared_sum(method, lock, backend)
             .map_err(|error| bad_param(self, "backend", backend.name(), &error.to_string()))?;
@@ -256,6 +270,11 @@ struct PreparedTrapezoid {
 ///
 /// # Errors
 /// If `lock` is a spin lock and this CPU cannot run `backend`.
+/// Whether `method` keeps the sum under the `lock` mutex (see [`shared_sum`]).
+fn uses_lock(method: &str) -> bool {
+    matches!(method, "mutex" | "local")
+}
+
 fn shared_sum(
     method: &str,
     lock: MutexKind,
@@ -342,6 +361,31 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_lock_or_backend_given_to_a_method_without_a_lock_is_a_bad_param() {
+        for method in METHODS.into_iter().filter(|method| !uses_lock(method)) {
+            for (name, value) in [("lock", "tas"), ("lock", "std"), ("backend", "portable")] {
+                let params = Params::new().with("method", method).with(name, value);
+                match Trapezoid.prepare(&params, 1) {
+                    Err(KernelError::BadParam {
+                        name: refused,
+                        reason,
+                        ..
+                    }) => {
+                        assert_eq!(refused, name, "{method}");
+                        assert!(reason.contains("takes no lock"), "{method}: {reason}");
+                    }
+                    other => panic!("{method} with {name}={value}: {:?}", other.err()),
+                }
+            }
+        }
+        let spin = Params::new()
+            .with("method", "mutex")
+            .with("lock", "tas")
+            .with("backend", "portable");
+        assert!(Trapezoid.prepare(&spin, 1).is_ok());
     }
 
     #[test]
