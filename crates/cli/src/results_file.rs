@@ -1,4 +1,5 @@
-//! Writing results to a path the user named (`--output`, `latency --plot`) without destroying
+//! Writing results to a path the user named (`--output` of `sweep`, `locks`, `latency`, `corun`
+//! and `profile`, `latency --plot`, `plot`'s figure, `reproduce`'s directory) without destroying
 //! what the path holds by mistake, and without losing what was measured when a write fails.
 //!
 //! What the path names decides how it is written:
@@ -26,8 +27,15 @@
 //! the error line ([`CliError::WrittenElsewhere`]) says where. A snapshot that fails goes to the
 //! rescue file likewise and the measurement goes on; the final write tries the named path again
 //! (and removes the rescue file when it succeeds).
+//!
+//! A directory of several files (`reproduce -o DIR`, [`ResultsDirectory`]) is checked before
+//! measuring too: made when missing, refused when it is not a directory, and probed with a file
+//! created and removed in it. Its files are regular files, each replaced as above (an entry of
+//! another kind under a file's name fails that write). When one cannot be written, every file
+//! goes to a rescue directory `parbench-rescued-PID-DIRNAME` in the temp directory, so that the
+//! report stays whole in one place.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileTypeExt;
@@ -159,16 +167,7 @@ impl ResultsFile {
             }
             return Ok(());
         };
-        let rescue = match self.save_rescue(bytes) {
-            Ok(rescue) => Rescue::File(rescue),
-            Err(_) => {
-                let mut stdout = io::stdout().lock();
-                match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
-                    Ok(()) => Rescue::Stdout,
-                    Err(error) => Rescue::Lost(error),
-                }
-            }
-        };
+        let rescue = rescue_or_stdout(self.save_rescue(bytes), &[bytes]);
         Err(CliError::WrittenElsewhere {
             path: self.path.clone(),
             source,
@@ -207,19 +206,119 @@ impl ResultsFile {
             name.push(".");
             name.push(self.extension);
         }
-        let directory = std::env::temp_dir();
-        let pid = std::process::id();
-        let candidates = (0..MAX_NAME_ATTEMPTS).map(|attempt| {
-            let mut candidate = OsString::from(match attempt {
-                0 => format!("parbench-rescued-{pid}-"),
-                n => format!("parbench-rescued-{pid}.{n}-"),
-            });
-            candidate.push(&name);
-            directory.join(candidate)
-        });
-        let (rescue, _) = create_first_free(candidates)?;
+        let (rescue, _) = create_first_free(rescue_names(&name), create_file)?;
         Ok(rescue)
     }
+}
+
+/// A directory that a command writes several files into (`reproduce -o DIR`), checked before
+/// measuring; see the module docs.
+#[derive(Debug)]
+pub(crate) struct ResultsDirectory {
+    /// The path as the user gave it: errors name it and the files in it.
+    path: PathBuf,
+}
+
+impl ResultsDirectory {
+    /// Checks that files can be written into `path`, making it (and its parents) when missing:
+    /// an unwritable place fails before measuring instead of losing the results after.
+    ///
+    /// # Errors
+    /// [`CliError::Write`] naming `path` when it cannot be made, is not a directory (after
+    /// links), or no file can be created in it.
+    pub(crate) fn open(path: &Path) -> Result<ResultsDirectory, CliError> {
+        let error = |source| CliError::Write {
+            path: path.to_owned(),
+            source,
+        };
+        if fs::metadata(path).is_ok_and(|found| !found.is_dir()) {
+            // create_dir_all would say "File exists", which does not say what is wrong.
+            return Err(error(io::Error::from_raw_os_error(libc::ENOTDIR)));
+        }
+        fs::create_dir_all(path).map_err(error)?;
+        check_directory(&path.join("parbench-probe")).map_err(error)?;
+        Ok(ResultsDirectory {
+            path: path.to_owned(),
+        })
+    }
+
+    /// The path as the user gave it.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes `files` (name in the directory, bytes) in order, each replaced atomically. When one
+    /// fails, all of them go to a new rescue directory in the temp directory (to stdout in order
+    /// if even that fails): the files already written may be a mix of this run and an earlier
+    /// one, the rescue directory is this run's whole report.
+    ///
+    /// # Errors
+    /// [`CliError::WrittenElsewhere`] naming the first file that failed and where the `what`
+    /// (`report`) went.
+    pub(crate) fn finish(
+        self,
+        what: &'static str,
+        files: &[(&str, &[u8])],
+    ) -> Result<(), CliError> {
+        let failed = files.iter().find_map(|(name, bytes)| {
+            let path = self.path.join(name);
+            replace(&path, bytes).err().map(|source| (path, source))
+        });
+        let Some((path, source)) = failed else {
+            return Ok(());
+        };
+        let saved = self.save_rescue(files);
+        let bytes: Vec<&[u8]> = files.iter().map(|(_, bytes)| *bytes).collect();
+        Err(CliError::WrittenElsewhere {
+            path,
+            source,
+            what,
+            rescue: rescue_or_stdout(saved, &bytes),
+        })
+    }
+
+    /// Writes `files` into a new directory `parbench-rescued-PID-DIRNAME` in the temp directory.
+    fn save_rescue(&self, files: &[(&str, &[u8])]) -> io::Result<PathBuf> {
+        let name = self.path.file_name().unwrap_or("report".as_ref());
+        let (rescue, ()) = create_first_free(rescue_names(name), |path| fs::create_dir(path))?;
+        for (file, bytes) in files {
+            fs::write(rescue.join(file), bytes)?;
+        }
+        Ok(rescue)
+    }
+}
+
+/// Where bytes went whose named path failed: the rescue file or directory `saved`, else stdout
+/// (`chunks` in order), else nowhere.
+fn rescue_or_stdout(saved: io::Result<PathBuf>, chunks: &[&[u8]]) -> Rescue {
+    if let Ok(rescue) = saved {
+        return Rescue::File(rescue);
+    }
+    let mut stdout = io::stdout().lock();
+    let written = chunks
+        .iter()
+        .try_for_each(|chunk| stdout.write_all(chunk))
+        .and_then(|()| stdout.flush());
+    match written {
+        Ok(()) => Rescue::Stdout,
+        Err(error) => Rescue::Lost(error),
+    }
+}
+
+/// Names for a rescue of `name` in the temp directory: `parbench-rescued-PID-NAME`, then
+/// `parbench-rescued-PID.N-NAME`.
+fn rescue_names(name: &OsStr) -> impl Iterator<Item = PathBuf> {
+    let directory = std::env::temp_dir();
+    let pid = std::process::id();
+    let name = name.to_owned();
+    (0..MAX_NAME_ATTEMPTS).map(move |attempt| {
+        let mut candidate = OsString::from(match attempt {
+            0 => format!("parbench-rescued-{pid}-"),
+            n => format!("parbench-rescued-{pid}.{n}-"),
+        });
+        candidate.push(&name);
+        directory.join(candidate)
+    })
 }
 
 /// Replaces the file at `path` (after links) with `bytes` through a new file beside it and a
@@ -246,12 +345,14 @@ fn fill_and_rename(
 ) -> io::Result<()> {
     file.write_all(bytes)?;
     if let Ok(replaced) = fs::metadata(target) {
-        // Checked before measuring, but a path can change since: a rename must never put a
-        // regular file in the place of a device, FIFO or socket (as root it would).
+        // Checked before measuring (a file of a results directory is not), but a path can change
+        // since: a rename must never put a regular file in the place of a device, FIFO or socket
+        // (as root it would), and cannot replace a directory.
+        if replaced.is_dir() {
+            return Err(io::Error::from_raw_os_error(libc::EISDIR));
+        }
         if !replaced.is_file() {
-            return Err(io::Error::other(
-                "it is no longer a regular file (it was when checked)",
-            ));
+            return Err(io::Error::other("it is not a regular file"));
         }
         file.set_permissions(replaced.permissions())?;
     }
@@ -298,25 +399,30 @@ fn create_beside(target: &Path) -> io::Result<(PathBuf, File)> {
         });
         target.with_file_name(candidate)
     });
-    create_first_free(candidates)
+    create_first_free(candidates, create_file)
 }
 
-/// Creates the first of `candidates` that does not exist yet.
-fn create_first_free(candidates: impl Iterator<Item = PathBuf>) -> io::Result<(PathBuf, File)> {
+/// A new file at `path`, never one that exists.
+fn create_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new().write(true).create_new(true).open(path)
+}
+
+/// Makes the first of `candidates` that does not exist yet with `create` (a file, a directory),
+/// which must fail with `AlreadyExists` on one that does.
+fn create_first_free<T>(
+    candidates: impl Iterator<Item = PathBuf>,
+    create: impl Fn(&Path) -> io::Result<T>,
+) -> io::Result<(PathBuf, T)> {
     for candidate in candidates {
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&candidate)
-        {
-            Ok(file) => return Ok((candidate, file)),
+        match create(&candidate) {
+            Ok(made) => return Ok((candidate, made)),
             Err(taken) if taken.kind() == io::ErrorKind::AlreadyExists => {}
             Err(other) => return Err(other),
         }
     }
     Err(io::Error::new(
         io::ErrorKind::AlreadyExists,
-        format!("{MAX_NAME_ATTEMPTS} names for a new file there are all taken"),
+        format!("{MAX_NAME_ATTEMPTS} names for a new entry there are all taken"),
     ))
 }
 
@@ -487,7 +593,7 @@ mod tests {
         assert!(fs::metadata(&path).unwrap().file_type().is_fifo());
         assert_eq!(names(&dir), ["r.json"], "no partial file left");
         let note = file.snapshot(b"rescued").unwrap();
-        assert!(note.contains("no longer a regular file"), "{note}");
+        assert!(note.contains("not a regular file"), "{note}");
         let error = file.finish(b"rescued").unwrap_err();
         let CliError::WrittenElsewhere {
             rescue: Rescue::File(rescue),
@@ -566,5 +672,60 @@ mod tests {
         file.finish(b"final").unwrap();
         assert_eq!(reader.join().unwrap(), b"final");
         assert!(fs::metadata(&path).unwrap().file_type().is_fifo());
+    }
+
+    #[test]
+    fn a_results_directory_is_made_when_missing_and_refused_when_a_file() {
+        let dir = Scratch::new("directory-check");
+        let made = dir.join("a/b");
+        ResultsDirectory::open(&made).unwrap();
+        assert!(made.is_dir());
+        assert!(names(&made).is_empty(), "no probe left");
+        fs::write(dir.join("file"), "kept").unwrap();
+        let error = ResultsDirectory::open(&dir.join("file"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("Not a directory"), "{error}");
+        let error = ResultsDirectory::open(&dir.join("file/sub"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("Not a directory"), "{error}");
+        assert_eq!(fs::read_to_string(dir.join("file")).unwrap(), "kept");
+    }
+
+    #[test]
+    fn a_results_directory_that_fails_a_file_is_rescued_whole() {
+        let dir = Scratch::new("directory-rescue");
+        let report = dir.join("report");
+        let checked = ResultsDirectory::open(&report).unwrap();
+        // Written before the failure, then rescued with the rest all the same.
+        fs::create_dir(report.join("b.svg")).unwrap();
+        let error = checked
+            .finish(
+                "report",
+                &[("a.md", b"a"), ("b.svg", b"b"), ("c.json", b"c")],
+            )
+            .unwrap_err();
+        let message = error.to_string();
+        let CliError::WrittenElsewhere {
+            rescue: Rescue::File(rescue),
+            ..
+        } = &error
+        else {
+            panic!("not rescued to a directory: {message}");
+        };
+        assert!(
+            message.contains("report/b.svg") && message.contains("Is a directory"),
+            "{message}"
+        );
+        assert!(
+            rescue.to_string_lossy().ends_with("-report"),
+            "{}",
+            rescue.display()
+        );
+        assert_eq!(names(rescue), ["a.md", "b.svg", "c.json"]);
+        assert_eq!(fs::read_to_string(rescue.join("c.json")).unwrap(), "c");
+        fs::remove_dir_all(rescue).unwrap();
+        assert_eq!(names(&report), ["a.md", "b.svg"], "no partial file left");
     }
 }

@@ -507,3 +507,64 @@ fn latency_results_and_figure_survive_their_directory_removed_while_measuring() 
         "the table too"
     );
 }
+
+/// `reproduce` of the quickest study (well under a second in a debug build), progress shown:
+/// a check that fails before measuring leaves stderr at its one error line.
+fn reproduce_args(dir: &str) -> Vec<&str> {
+    vec!["reproduce", "pthreads", "--scale", "tiny", "-o", dir]
+}
+
+#[test]
+fn reproduce_refuses_a_directory_it_cannot_write_before_measuring() {
+    let dir = fresh_dir("reproduce-refused");
+    let file = dir.join("file");
+    fs::write(&file, "kept").unwrap();
+    // A regular file given as the directory, and a directory to be made under a regular file
+    // (which root cannot write into either, unlike a chmod-ed directory).
+    let under = file.join("sub");
+    for target in [&file, &under] {
+        let output = run(&reproduce_args(path_arg(target)), &dir);
+        assert_one_error_line(&output, &[path_arg(target), "Not a directory"]);
+        assert!(output.stdout.is_empty(), "nothing measured");
+    }
+    assert_eq!(fs::read_to_string(&file).unwrap(), "kept");
+    assert_eq!(names(&dir), ["file"], "nothing left behind");
+}
+
+#[test]
+fn reproduce_results_survive_a_report_file_that_cannot_be_written() {
+    let dir = fresh_dir("reproduce-rescued");
+    let report = dir.join("report");
+    // Passes the check of the directory, fails the write of report.md after measuring.
+    fs::create_dir_all(report.join("report.md")).unwrap();
+    let output = run(&reproduce_args(path_arg(&report)), &dir);
+    let err = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    let line = err.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        line.starts_with("error: cannot write ")
+            && line.contains("report/report.md")
+            && line.contains("Is a directory"),
+        "{err}"
+    );
+    let rescued = rescued_path(line, "report");
+    assert!(
+        rescued.starts_with(&dir),
+        "in TMPDIR: {}",
+        rescued.display()
+    );
+    let markdown = fs::read_to_string(rescued.join("report.md")).expect("report.md rescued");
+    assert_eq!(
+        markdown,
+        text(&output.stdout),
+        "stdout carries the report too"
+    );
+    let results = read_report(&rescued.join("results.json"));
+    assert!(!results.cells.is_empty(), "the measured cells");
+    assert!(
+        names(&rescued).iter().any(|name| name.ends_with(".svg")),
+        "the figures too: {:?}",
+        names(&rescued)
+    );
+    assert_eq!(names(&report), ["report.md"], "nothing else written there");
+}

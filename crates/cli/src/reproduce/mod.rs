@@ -6,8 +6,9 @@
 //! [`Study::run`] plans sweeps (or any measurement), runs them through [`StudyRun::measure`] — which
 //! shows progress on stderr and keeps every cell for `results.json` — and returns a
 //! [`report::StudyReport`]: measured values keyed by the published figures' ids, sections, and SVG
-//! figures from [`figure`]. [`report::write_study_report`] writes the directory; the Markdown goes
-//! to stdout as well.
+//! figures from [`figure`]. `report::write_study_report` writes the directory, checked before the
+//! study runs and rescued whole when a file cannot be written (`results_file::ResultsDirectory`);
+//! the Markdown goes to stdout as well.
 //!
 //! Scales ([`Scale`]): `tiny` (seconds; what the tests run), `default` (under 10 minutes on a
 //! 2-core machine; each study says how it is scaled down) and `full` (the study's own parameters,
@@ -25,6 +26,7 @@ use crate::commands::write_stdout;
 use crate::error::CliError;
 use crate::progress::Progress;
 use crate::results::{Cell, Metadata, Report};
+use crate::results_file::ResultsDirectory;
 use crate::stats::Summary;
 use crate::sweep::{LABELS, SweepError, SweepObserver, SweepPlan, run_sweep};
 
@@ -201,10 +203,7 @@ pub fn run(args: &ReproduceArgs) -> Result<(), CliError> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("reproduce-{name}")));
     // An unwritable directory fails now, before the plan is printed and the study measured.
-    std::fs::create_dir_all(&dir).map_err(|source| CliError::Write {
-        path: dir.clone(),
-        source,
-    })?;
+    let output = ResultsDirectory::open(&dir)?;
     let mut run = StudyRun::new(args.scale, args.runs, args.quiet);
     run.note(&format!(
         "reproduce {name} at scale {}: {}",
@@ -217,12 +216,22 @@ pub fn run(args: &ReproduceArgs) -> Result<(), CliError> {
         .metadata
         .settings
         .insert("study".into(), name.to_owned());
-    let markdown = report::write_study_report(&dir, &published, &report)?;
-    run.note(&format!(
-        "report written to {}",
-        dir.join("report.md").display()
-    ));
-    write_stdout(|out| out.write_all(markdown.as_bytes()))
+    let markdown = report::render_markdown(&published, &report);
+    let written = report::write_study_report(output, &markdown, &report);
+    if written.is_ok() {
+        run.note(&format!(
+            "report written to {}",
+            dir.join("report.md").display()
+        ));
+    }
+    // The Markdown goes to stdout even when the directory failed, as sweep's table does.
+    let printed = write_stdout(|out| out.write_all(markdown.as_bytes()));
+    CliError::all(
+        [written.err(), printed.err()]
+            .into_iter()
+            .flatten()
+            .collect(),
+    )
 }
 
 fn list() -> Result<(), CliError> {

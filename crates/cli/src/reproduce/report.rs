@@ -1,18 +1,17 @@
 //! A study's reproduction report: every published figure beside the value measured here, both
 //! with their conditions, plus sections of prose, SVG figures and the raw results.
 //!
-//! [`write_study_report`] writes a directory: `report.md` (the Markdown report), one `.svg` per
+//! `reproduce` writes a directory: `report.md` (the Markdown report), one `.svg` per
 //! figure, and `results.json` (every measured cell with its raw samples, the `sweep` JSON format,
 //! so `parbench-cli plot` and any script can redraw or re-analyse it).
 
 use std::fmt::Write as _;
-use std::fs;
-use std::path::Path;
 
 use crate::error::CliError;
 use crate::reproduce::Scale;
 use crate::reproduce::published::{PublishedData, format_number};
 use crate::results::Report;
+use crate::results_file::ResultsDirectory;
 
 /// What a study run produced.
 #[derive(Debug, Clone)]
@@ -246,35 +245,30 @@ pub fn render_markdown(published: &PublishedData, report: &StudyReport) -> Strin
     md
 }
 
-/// Writes `report.md`, the figures and `results.json` into `dir` (created if missing) and returns
-/// the Markdown.
+/// Writes `markdown` as `report.md`, the figures and `results.json` into `dir`, checked before
+/// measuring; when a file cannot be written, the whole report goes to a rescue directory
+/// ([`ResultsDirectory::finish`]).
 ///
 /// # Errors
-/// [`CliError::Write`] when the directory or a file cannot be written.
-pub fn write_study_report(
-    dir: &Path,
-    published: &PublishedData,
+/// [`CliError::WrittenElsewhere`] saying where the report went instead.
+pub(crate) fn write_study_report(
+    dir: ResultsDirectory,
+    markdown: &str,
     report: &StudyReport,
-) -> Result<String, CliError> {
-    let write = |name: &str, bytes: &[u8]| {
-        let path = dir.join(name);
-        fs::write(&path, bytes).map_err(|source| CliError::Write { path, source })
-    };
-    fs::create_dir_all(dir).map_err(|source| CliError::Write {
-        path: dir.to_owned(),
-        source,
-    })?;
-    let markdown = render_markdown(published, report);
-    write("report.md", markdown.as_bytes())?;
-    for figure in &report.figures {
-        write(&figure.file, figure.svg.as_bytes())?;
-    }
+) -> Result<(), CliError> {
     let json = serde_json::to_vec_pretty(&report.results).map_err(|error| CliError::Write {
-        path: dir.join("results.json"),
+        path: dir.path().join("results.json"),
         source: error.into(),
     })?;
-    write("results.json", &json)?;
-    Ok(markdown)
+    let mut files = vec![("report.md", markdown.as_bytes())];
+    files.extend(
+        report
+            .figures
+            .iter()
+            .map(|figure| (figure.file.as_str(), figure.svg.as_bytes())),
+    );
+    files.push(("results.json", &json));
+    dir.finish("report", &files)
 }
 
 #[cfg(test)]
@@ -351,11 +345,17 @@ mod tests {
     #[test]
     fn the_directory_gets_markdown_figures_and_raw_results() {
         let dir = std::env::temp_dir().join(format!("parbench-report-{}", std::process::id()));
-        let md = write_study_report(&dir, &published(), &report(vec![])).unwrap();
-        assert_eq!(fs::read_to_string(dir.join("report.md")).unwrap(), md);
-        assert_eq!(fs::read_to_string(dir.join("f.svg")).unwrap(), "<svg/>");
-        let raw = fs::read_to_string(dir.join("results.json")).unwrap();
+        let report = report(vec![]);
+        let md = render_markdown(&published(), &report);
+        let checked = ResultsDirectory::open(&dir).unwrap();
+        write_study_report(checked, &md, &report).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.join("report.md")).unwrap(), md);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("f.svg")).unwrap(),
+            "<svg/>"
+        );
+        let raw = std::fs::read_to_string(dir.join("results.json")).unwrap();
         assert!(raw.contains("\"command\": \"reproduce\""));
-        fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
