@@ -22,7 +22,7 @@ use crate::args::{Command, PinArg, PlotArgs, SweepArgs, SweepRoundArgs, ThreadCo
 use crate::args::{FILE_PARAMETERS, FigureFormat};
 use crate::error::CliError;
 use crate::export::ExportFormat;
-use crate::plot::{render_png, render_svg};
+use crate::plot::{png_bytes, render_png, render_svg};
 use crate::progress::Progress;
 use crate::results::{ROUNDS_DONE_SETTING, Report, SCHEMA_VERSION, STOPPED_SETTING};
 use crate::results_file::{ResultsFile, replace};
@@ -659,17 +659,15 @@ fn plot(args: &PlotArgs) -> Result<(), CliError> {
         (None, Some(implied)) => implied,
         (None, None) => FigureFormat::Svg,
     };
+    // Before the report is read: an unwritable path fails first, and a refused report leaves an
+    // earlier figure as it was.
+    let file = ResultsFile::open(&args.output, "figure", format.name())?;
     let report = read_report(&args.results)?;
-    match format {
-        FigureFormat::Svg => {
-            let svg = render_svg(&report)?;
-            fs::write(&args.output, svg).map_err(|source| CliError::Write {
-                path: args.output.clone(),
-                source,
-            })
-        }
-        FigureFormat::Png => Ok(render_png(&report, &args.output)?),
-    }
+    let bytes = match format {
+        FigureFormat::Svg => render_svg(&report)?.into_bytes(),
+        FigureFormat::Png => png_bytes(|path| Ok(render_png(&report, path)?))?,
+    };
+    file.finish(&bytes)
 }
 
 /// Reads a JSON report written by `sweep`.

@@ -18,7 +18,6 @@
 //! applied.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -1016,32 +1015,21 @@ pub fn render_plot(curves: &[Curve], service: &str) -> Result<String, CliError> 
     Ok(svg)
 }
 
-/// [`render_plot`] as the bytes of a PNG image. The encoder writes only to files, so it draws
-/// into a file of this process's own in the temp directory and reads it back; the caller writes
-/// the bytes as it writes `--output` (a device, a link, a rescue on failure: `ResultsFile`).
+/// [`render_plot`] as the bytes of a PNG image ([`crate::plot::png_bytes`]); the caller writes
+/// them as it writes `--output` (a device, a link, a rescue on failure: `ResultsFile`).
 ///
 /// # Errors
 /// [`CliError::Plot`] as for [`render_plot`], [`CliError::Write`] when the temporary image cannot
 /// be written or read.
 pub fn render_plot_png(curves: &[Curve], service: &str) -> Result<Vec<u8>, CliError> {
     check_plottable(curves)?;
-    // The encoder picks the format by extension, so the temporary name keeps `.png`.
-    let temporary =
-        std::env::temp_dir().join(format!("parbench-latency-plot-{}.png", std::process::id()));
-    let drawn = draw_plot(
-        BitMapBackend::new(&temporary, PLOT_SIZE).into_drawing_area(),
-        curves,
-        service,
-    );
-    let bytes = drawn.and_then(|()| {
-        fs::read(&temporary).map_err(|source| CliError::Write {
-            path: temporary.clone(),
-            source,
-        })
-    });
-    // Ours alone; nothing is lost if it stays.
-    let _ = fs::remove_file(&temporary);
-    bytes
+    crate::plot::png_bytes(|path| {
+        draw_plot(
+            BitMapBackend::new(path, PLOT_SIZE).into_drawing_area(),
+            curves,
+            service,
+        )
+    })
 }
 
 /// Size of the latency figure in pixels.

@@ -23,6 +23,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use thiserror::Error;
 
+use crate::error::CliError;
 use crate::export::text_grid::format_seconds;
 use crate::results::{Cell, Report};
 use crate::stats::Summary;
@@ -132,6 +133,30 @@ pub fn render_png(report: &Report, path: &Path) -> Result<(), PlotError> {
     ensure_font();
     let root = BitMapBackend::new(path, (WIDTH, height)).into_drawing_area();
     draw_figure(&root, report, &points)
+}
+
+/// The bytes of a PNG image that `draw` draws into the file it is given. plotters' encoder writes
+/// only to files, so the image goes to a file of this process's own in the temp directory, read
+/// back and removed; the caller writes the bytes where they belong (a device, a link, a rescue on
+/// failure: `ResultsFile`).
+///
+/// # Errors
+/// `draw`'s error, or [`CliError::Write`] when the temporary image cannot be read.
+pub(crate) fn png_bytes(
+    draw: impl FnOnce(&Path) -> Result<(), CliError>,
+) -> Result<Vec<u8>, CliError> {
+    // The encoder picks the format by extension, so the temporary name keeps `.png`.
+    let temporary =
+        std::env::temp_dir().join(format!("parbench-figure-{}.png", std::process::id()));
+    let bytes = draw(&temporary).and_then(|()| {
+        std::fs::read(&temporary).map_err(|source| CliError::Write {
+            path: temporary.clone(),
+            source,
+        })
+    });
+    // Ours alone; nothing is lost if it stays.
+    let _ = std::fs::remove_file(&temporary);
+    bytes
 }
 
 fn kernels_of<'a>(points: &[Point<'a>]) -> Vec<&'a str> {
