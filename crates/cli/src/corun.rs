@@ -9,7 +9,7 @@
 //! the mean of the system time (first start to last exit), and the median normalised to `os`
 //! (the Linux scheduler alone), as the SMT study reports it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -26,6 +26,7 @@ use serde::Serialize;
 use crate::args::{parse_in_range, parse_seconds};
 use crate::commands::write_stdout;
 use crate::error::CliError;
+use crate::results_file::ResultsFile;
 use crate::stats::{SplitMix64, Summary, student_t95};
 
 /// Separates the commands after `--`.
@@ -250,6 +251,9 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
         output: ChildOutput::Stderr,
         ..CorunOptions::default()
     };
+    // An unwritable path fails now, before any command runs; nothing is written to it before the
+    // report exists.
+    let output = open_json(args.output.as_deref(), "report")?;
     let mix_blind = specs.iter().all(|spec| spec.mix.is_none())
         && (args.compare
             || matches!(
@@ -278,8 +282,9 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
             header(out)?;
             write!(out, "{report}")
         })?;
-        if let Some(path) = &args.output {
-            write_json(path, &report)?;
+        if let Some(file) = output {
+            let path = finish_json(file, &report)?;
+            eprintln!("report written to {}", path.display());
         }
         return Ok(());
     }
@@ -316,14 +321,13 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
         header(out)?;
         write!(out, "{table}")
     })?;
-    if let Some(path) = &args.output {
-        write_json(
-            path,
-            &CompareOutput {
-                comparison: &table,
-                runs: &runs,
-            },
-        )?;
+    if let Some(file) = output {
+        let compared = CompareOutput {
+            comparison: &table,
+            runs: &runs,
+        };
+        let path = finish_json(file, &compared)?;
+        eprintln!("report written to {}", path.display());
     }
     Ok(())
 }
@@ -380,15 +384,27 @@ pub fn compared_algorithms(names: Option<&[String]>) -> Result<Vec<Algorithm>, C
     Ok(algorithms)
 }
 
-fn write_json(path: &std::path::Path, value: &impl Serialize) -> Result<(), CliError> {
-    let write_error = |source| CliError::Write {
-        path: path.to_owned(),
-        source,
-    };
-    let text = serde_json::to_string_pretty(value).map_err(|e| write_error(e.into()))?;
-    std::fs::write(path, text + "\n").map_err(write_error)?;
-    eprintln!("report written to {}", path.display());
-    Ok(())
+/// The `--output` file of `corun` and `profile`, checked before anything runs
+/// ([`ResultsFile::open`]); `what` (`report`, `profile`) names its JSON in messages.
+pub(crate) fn open_json(
+    path: Option<&Path>,
+    what: &'static str,
+) -> Result<Option<ResultsFile>, CliError> {
+    path.map(|path| ResultsFile::open(path, what, "json"))
+        .transpose()
+}
+
+/// Writes `value` into `file` as pretty JSON with a final newline (the mapper's format, which
+/// `corun --profile` and `map --profile` read); a failure saves it elsewhere
+/// ([`ResultsFile::finish`]). Returns the path written, for the caller's note on stderr.
+pub(crate) fn finish_json(file: ResultsFile, value: &impl Serialize) -> Result<PathBuf, CliError> {
+    let path = file.path().to_owned();
+    let text = serde_json::to_string_pretty(value).map_err(|error| CliError::Write {
+        path: path.clone(),
+        source: error.into(),
+    })?;
+    file.finish((text + "\n").as_bytes())?;
+    Ok(path)
 }
 
 #[derive(Serialize)]
@@ -549,17 +565,19 @@ impl std::fmt::Display for Comparison {
 pub fn profile(
     command: &[String],
     class: Option<&str>,
-    output: Option<&std::path::Path>,
+    output: Option<&Path>,
 ) -> Result<(), CliError> {
     let declared = class
         .map(|name| name.trim().parse::<InstrClass>())
         .transpose()
         .map_err(|error| CliError::Usage(error.to_string()))?;
+    // Before the command runs: an unwritable path fails first.
+    let file = open_json(output, "profile")?;
     let request = ProfileRequest::for_this_machine(&command.join(" "), 1);
     let profile = profile_command(command, &request, declared)?;
     write_stdout(|out| write!(out, "{profile}"))?;
-    if let Some(path) = output {
-        profile.write_json(path)?;
+    if let Some(file) = file {
+        let path = finish_json(file, &profile)?;
         eprintln!(
             "profile written to {} (use it with `corun --profile {}`)",
             path.display(),

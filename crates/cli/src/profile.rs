@@ -168,6 +168,8 @@ pub fn run(args: &ProfileArgs) -> Result<(), CliError> {
     // Past the OS's limits, starting the threads would abort the process instead of failing.
     let threads = args.threads.unwrap_or(1);
     parbench_kernels::check_thread_count(threads)?;
+    // Before the kernel runs: an unwritable path fails first.
+    let file = crate::corun::open_json(args.output.as_deref(), "profile")?;
     let (profile, reports) = profile_kernel(kernel, &params, threads)?;
     let declared = InstructionMix::declared_for_kernel(kernel.name());
     let (mixes, source) = profile.mixes_or(declared);
@@ -192,8 +194,8 @@ pub fn run(args: &ProfileArgs) -> Result<(), CliError> {
         }
         Ok(())
     })?;
-    if let Some(path) = &args.output {
-        profile.write_json(path)?;
+    if let Some(file) = file {
+        let path = crate::corun::finish_json(file, &profile)?;
         eprintln!("profile written to {}", path.display());
     }
     Ok(())
