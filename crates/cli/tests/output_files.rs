@@ -568,3 +568,216 @@ fn reproduce_results_survive_a_report_file_that_cannot_be_written() {
     );
     assert_eq!(names(&report), ["report.md"], "nothing else written there");
 }
+
+/// Outputs that are refused before any work, each with what its error line says: a path in a
+/// directory that does not exist, a directory, and a path under a regular file (root may write
+/// into any directory whatever its mode bits, so that stands for a place nobody can write).
+fn unwritable_outputs(dir: &Path, name: &str) -> Vec<(PathBuf, &'static str)> {
+    let directory = dir.join("a-directory");
+    let file = dir.join("a-file");
+    fs::create_dir_all(&directory).unwrap();
+    fs::write(&file, "kept").unwrap();
+    vec![
+        (dir.join("missing").join(name), "No such file or directory"),
+        (directory, "Is a directory"),
+        (file.join(name), "Not a directory"),
+    ]
+}
+
+/// A sweep report for `plot` to draw, at `path`.
+fn sweep_report_at(path: &Path) {
+    cli_ok(&with(&SWEEP, &["-o", path_arg(path)]));
+}
+
+#[test]
+fn plot_corun_and_profile_refuse_an_unwritable_output_before_any_work() {
+    let dir = fresh_dir("refused-before-work");
+    // A command that would leave this behind if it ran.
+    let marker = dir.join("ran");
+    let touch = ["touch", path_arg(&marker)];
+    // Missing: read first, it would be the error instead.
+    let results = dir.join("no-results.json");
+    for name in ["f.svg", "f.png", "c.json"] {
+        for (output, reason) in unwritable_outputs(&dir, name) {
+            let output_arg = path_arg(&output);
+            let runs: Vec<Vec<&str>> = if name == "c.json" {
+                vec![
+                    with(&["corun", "-o", output_arg, "--"], &touch),
+                    with(&["profile", "-o", output_arg, "--"], &touch),
+                    vec!["profile", "--kernel", "fp-add", "-o", output_arg],
+                ]
+            } else {
+                vec![vec!["plot", path_arg(&results), "-o", output_arg]]
+            };
+            for args in runs {
+                let ran = run(&args, &dir);
+                assert_one_error_line(&ran, &[output_arg, reason]);
+                assert!(ran.stdout.is_empty(), "{args:?}: nothing measured");
+                assert!(!marker.exists(), "{args:?}: the command ran");
+            }
+        }
+    }
+    assert_eq!(fs::read_to_string(dir.join("a-file")).unwrap(), "kept");
+    assert_eq!(
+        names(&dir),
+        ["a-directory", "a-file"],
+        "nothing left behind"
+    );
+    assert!(names(&dir.join("a-directory")).is_empty());
+}
+
+#[test]
+fn corun_and_profile_results_survive_their_directory_removed_by_the_command() {
+    let dir = fresh_dir("corun-gone");
+    let gone = dir.join("gone");
+    for command in ["corun", "profile"] {
+        fs::create_dir(&gone).unwrap();
+        let results = gone.join("r.json");
+        // The measured command itself removes the output's directory, after the check.
+        let args = [
+            command,
+            "-o",
+            path_arg(&results),
+            "--",
+            "rmdir",
+            path_arg(&gone),
+        ];
+        let output = run(&args, &dir);
+        let line = assert_one_error_line(&output, &["gone/r.json", "No such file"]);
+        let what = if command == "corun" {
+            "report"
+        } else {
+            "profile"
+        };
+        let rescued = rescued_path(&line, what);
+        assert!(
+            rescued.starts_with(&dir),
+            "in TMPDIR: {}",
+            rescued.display()
+        );
+        let json: serde_json::Value =
+            serde_json::from_slice(&fs::read(&rescued).unwrap()).expect("JSON rescued");
+        let argv = if command == "corun" {
+            &json["commands"][0]["argv"]
+        } else {
+            &json["command"]
+        };
+        assert_eq!(argv[0], "rmdir", "{command}: {json}");
+        assert!(!output.stdout.is_empty(), "{command}: the table too");
+        fs::remove_file(rescued).unwrap();
+        assert!(!gone.exists());
+    }
+    assert!(names(&dir).is_empty(), "nothing else left behind");
+}
+
+#[test]
+fn plot_figure_survives_its_directory_removed_while_reading_the_results() {
+    let dir = fresh_dir("plot-gone");
+    let report = dir.join("sweep.json");
+    sweep_report_at(&report);
+    let results = dir.join("results.json");
+    mkfifo(&results);
+    let gone = dir.join("gone");
+    for name in ["f.svg", "f.png"] {
+        fs::create_dir(&gone).unwrap();
+        let figure = gone.join(name);
+        let args = ["plot", path_arg(&results), "-o", path_arg(&figure)];
+        let mut child = command(&args, &dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the parbench-cli binary runs");
+        // The figure's path is checked before the results are read.
+        let mut writer = fifo_writer(&results, &mut child);
+        fs::remove_dir(&gone).unwrap();
+        writer.write_all(&fs::read(&report).unwrap()).unwrap();
+        drop(writer);
+        let output = child.wait_with_output().unwrap();
+        let line = assert_one_error_line(&output, &[path_arg(&figure), "No such file"]);
+        let rescued = rescued_path(&line, "figure");
+        assert!(
+            rescued.starts_with(&dir),
+            "in TMPDIR: {}",
+            rescued.display()
+        );
+        let bytes = fs::read(&rescued).unwrap();
+        let magic: &[u8] = if name == "f.svg" { b"<svg" } else { b"\x89PNG" };
+        assert!(bytes.starts_with(magic), "{name}: {:?}", &bytes[..8]);
+        fs::remove_file(rescued).unwrap();
+    }
+    assert_eq!(names(&dir), ["results.json", "sweep.json"]);
+}
+
+#[test]
+fn plot_and_profile_write_a_device_through_and_rescue_what_it_refuses() {
+    let dir = fresh_dir("devices-plot-profile");
+    let (null, full) = (dir.join("null"), dir.join("full"));
+    if !(char_device(&null, 1, 3) && char_device(&full, 1, 7)) {
+        eprintln!("SKIPPED: this process may not make device nodes (mknod needs root)");
+        return;
+    }
+    let report = dir.join("sweep.json");
+    sweep_report_at(&report);
+    let is_device = |path: &Path| fs::metadata(path).unwrap().file_type().is_char_device();
+    let plot = |output: &Path, format: &'static str| -> Vec<String> {
+        let args = [
+            "plot",
+            path_arg(&report),
+            "-o",
+            path_arg(output),
+            "--format",
+            format,
+        ];
+        args.iter().map(ToString::to_string).collect()
+    };
+    let profile = |output: &Path| -> Vec<String> {
+        let args = ["profile", "--kernel", "fp-add", "-o", path_arg(output)];
+        args.iter().map(ToString::to_string).collect()
+    };
+    let cases = [
+        (
+            plot(&null, "svg"),
+            plot(&full, "svg"),
+            "figure",
+            &b"<svg"[..],
+        ),
+        (
+            plot(&null, "png"),
+            plot(&full, "png"),
+            "figure",
+            &b"\x89PNG"[..],
+        ),
+        (profile(&null), profile(&full), "profile", &b"{"[..]),
+    ];
+    for (to_null, to_full, what, magic) in cases {
+        let to_null: Vec<&str> = to_null.iter().map(String::as_str).collect();
+        let output = run(&to_null, &dir);
+        assert!(
+            output.status.success(),
+            "{to_null:?}: {}",
+            text(&output.stderr)
+        );
+        assert!(is_device(&null), "{to_null:?}: null is still a device");
+        let to_full: Vec<&str> = to_full.iter().map(String::as_str).collect();
+        let output = run(&to_full, &dir);
+        let line = assert_one_error_line(&output, &["full", "No space left on device"]);
+        let rescued = rescued_path(&line, what);
+        assert!(
+            rescued.starts_with(&dir),
+            "in TMPDIR: {}",
+            rescued.display()
+        );
+        assert!(
+            fs::read(&rescued).unwrap().starts_with(magic),
+            "{to_full:?}"
+        );
+        assert!(is_device(&full), "{to_full:?}: full is still a device");
+        fs::remove_file(rescued).unwrap();
+    }
+    assert_eq!(
+        names(&dir),
+        ["full", "null", "sweep.json"],
+        "nothing else left"
+    );
+}
