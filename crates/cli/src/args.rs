@@ -323,6 +323,11 @@ pub struct PlotArgs {
     #[arg(value_name = "RESULTS.json")]
     pub results: PathBuf,
     /// The figure to write (.svg or .png).
+    ///
+    /// FIG is checked before the results are read and written as sweep's --output is: a new or
+    /// regular file replaced atomically, a link followed, a device or FIFO written through, a
+    /// directory or socket refused; if it cannot be written, the figure goes to
+    /// $TMPDIR/parbench-rescued-PID-NAME, the error says where, and the exit code is 2.
     #[arg(long, short, value_name = "FIG.svg")]
     pub output: PathBuf,
     /// Image format [default: from the extension of --output; SVG for any other].

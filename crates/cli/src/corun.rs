@@ -76,6 +76,11 @@ pub struct CorunArgs {
     #[arg(long, value_name = "MS", default_value_t = 10, value_parser = parse_poll_ms)]
     pub poll_ms: usize,
     /// Also write the report(s) as JSON.
+    ///
+    /// FILE is checked before any command runs and written as sweep's --output is (atomically,
+    /// a device or FIFO written through, a directory or socket refused); if it cannot be written,
+    /// the report goes to $TMPDIR/parbench-rescued-PID-NAME, the error says where, and the exit
+    /// code is 2.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// The commands: `CMD1 ARGS ::: CMD2 ARGS [::: …]`.

@@ -44,6 +44,11 @@ pub struct ProfileArgs {
     #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     pub params: Vec<(String, String)>,
     /// Write the profile as JSON (for `map --profile`, or `corun --profile` after `-- CMD`).
+    ///
+    /// P.json is checked before the kernel or command runs and written as sweep's --output is
+    /// (atomically, a device or FIFO written through, a directory or socket refused); if it
+    /// cannot be written, the profile goes to $TMPDIR/parbench-rescued-PID-NAME, the error says
+    /// where, and the exit code is 2.
     #[arg(long, short, value_name = "P.json")]
     pub output: Option<PathBuf>,
     /// With `-- CMD`: the command's dominant instruction class (fp, int, load, store, branch),

@@ -172,6 +172,11 @@ pub struct ReproduceArgs {
     #[arg(long, value_name = "N", value_parser = parse_runs)]
     pub runs: Option<usize>,
     /// Directory for report.md, the figures and results.json [default: reproduce-STUDY].
+    ///
+    /// DIR is made if missing and checked before measuring (a directory a file can be created
+    /// in); each file is replaced atomically. If one cannot be written after measuring, the
+    /// whole report goes to the directory $TMPDIR/parbench-rescued-PID-DIRNAME, the error says
+    /// where, and the exit code is 2.
     #[arg(long, short, value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// No progress on stderr.
