@@ -1015,7 +1015,7 @@ pub fn render_plot(curves: &[Curve], service: &str) -> Result<String, CliError> 
     Ok(svg)
 }
 
-/// [`render_plot`] as the bytes of a PNG image ([`crate::plot::png_bytes`]); the caller writes
+/// [`render_plot`] as the bytes of a PNG image (`plot::png_bytes`); the caller writes
 /// them as it writes `--output` (a device, a link, a rescue on failure: `ResultsFile`).
 ///
 /// # Errors

@@ -28,7 +28,7 @@
 //! rescue file likewise and the measurement goes on; the final write tries the named path again
 //! (and removes the rescue file when it succeeds).
 //!
-//! A directory of several files (`reproduce -o DIR`, [`ResultsDirectory`]) is checked before
+//! A directory of several files (`reproduce -o DIR`, `ResultsDirectory`) is checked before
 //! measuring too: made when missing, refused when it is not a directory, and probed with a file
 //! created and removed in it. Its files are regular files, each replaced as above (an entry of
 //! another kind under a file's name fails that write). When one cannot be written, every file
