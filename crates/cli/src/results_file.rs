@@ -483,6 +483,17 @@ mod tests {
         ResultsFile::open(path, "results", "json")
     }
 
+    /// The rescue file or directory of a [`CliError::WrittenElsewhere`].
+    fn rescued_to(error: &CliError) -> &Path {
+        match error {
+            CliError::WrittenElsewhere {
+                rescue: Rescue::File(rescue),
+                ..
+            } => rescue,
+            _ => panic!("not rescued to a file or directory: {error}"),
+        }
+    }
+
     fn mkfifo(path: &Path) {
         let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: `name` is a valid NUL-terminated path that outlives the call.
@@ -595,13 +606,7 @@ mod tests {
         let note = file.snapshot(b"rescued").unwrap();
         assert!(note.contains("not a regular file"), "{note}");
         let error = file.finish(b"rescued").unwrap_err();
-        let CliError::WrittenElsewhere {
-            rescue: Rescue::File(rescue),
-            ..
-        } = &error
-        else {
-            panic!("not rescued to a file: {error}");
-        };
+        let rescue = rescued_to(&error);
         assert_eq!(fs::read_to_string(rescue).unwrap(), "rescued");
         fs::remove_file(rescue).unwrap();
         assert!(fs::metadata(&path).unwrap().file_type().is_fifo());
@@ -617,13 +622,7 @@ mod tests {
         fs::remove_dir(&gone).unwrap();
         let error = file.finish(b"measured").unwrap_err();
         let message = error.to_string();
-        let CliError::WrittenElsewhere {
-            rescue: Rescue::File(rescue),
-            ..
-        } = &error
-        else {
-            panic!("not rescued to a file: {message}");
-        };
+        let rescue = rescued_to(&error);
         assert!(
             rescue.starts_with(std::env::temp_dir())
                 && rescue.to_string_lossy().ends_with("-r.json"),
@@ -707,13 +706,7 @@ mod tests {
             )
             .unwrap_err();
         let message = error.to_string();
-        let CliError::WrittenElsewhere {
-            rescue: Rescue::File(rescue),
-            ..
-        } = &error
-        else {
-            panic!("not rescued to a directory: {message}");
-        };
+        let rescue = rescued_to(&error);
         assert!(
             message.contains("report/b.svg") && message.contains("Is a directory"),
             "{message}"

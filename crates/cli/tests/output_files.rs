@@ -181,6 +181,39 @@ fn char_device(path: &Path, major: u32, minor: u32) -> bool {
     made == 0
 }
 
+/// Devices like /dev/null and /dev/full in `dir`, or `None` after printing why the test is
+/// skipped.
+fn null_and_full(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let (null, full) = (dir.join("null"), dir.join("full"));
+    if char_device(&null, 1, 3) && char_device(&full, 1, 7) {
+        Some((null, full))
+    } else {
+        eprintln!("SKIPPED: this process may not make device nodes (mknod needs root)");
+        None
+    }
+}
+
+/// `args` started with stdout and stderr piped, rescue files going to `tmpdir`.
+fn spawn(args: &[&str], tmpdir: &Path) -> Child {
+    command(args, tmpdir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the parbench-cli binary runs")
+}
+
+/// The rescue file that `line` names, asserted to be in `tmpdir` (the test's TMPDIR).
+fn rescued_in(tmpdir: &Path, line: &str, what: &str) -> PathBuf {
+    let rescued = rescued_path(line, what);
+    assert!(
+        rescued.starts_with(tmpdir),
+        "in TMPDIR: {}",
+        rescued.display()
+    );
+    rescued
+}
+
 /// Writes `bytes` to the FIFO at `path` once its next reader has opened it.
 /// Writes `bytes` into the FIFO at `path` once `child` opens it for reading.
 fn feed_fifo(path: &Path, bytes: &str, child: &mut Child) {
@@ -309,11 +342,9 @@ fn a_symlinked_output_writes_its_target_and_stays_a_link() {
 #[test]
 fn a_device_output_is_written_through_and_stays_a_device() {
     let dir = fresh_dir("devices");
-    let (null, full) = (dir.join("null"), dir.join("full"));
-    if !(char_device(&null, 1, 3) && char_device(&full, 1, 7)) {
-        eprintln!("SKIPPED: this process may not make device nodes (mknod needs root)");
+    let Some((null, full)) = null_and_full(&dir) else {
         return;
-    }
+    };
     let is_device = |path: &Path| fs::metadata(path).unwrap().file_type().is_char_device();
     for base in [&SWEEP[..], &LATENCY[..], &LOCKS[..]] {
         let output = run(
@@ -339,12 +370,7 @@ fn a_device_output_is_written_through_and_stays_a_device() {
             line.starts_with("error: cannot write ") && line.contains("No space left on device"),
             "{base:?}: {err}"
         );
-        let rescued = rescued_path(&line, "results");
-        assert!(
-            rescued.starts_with(&dir),
-            "in TMPDIR: {}",
-            rescued.display()
-        );
+        let rescued = rescued_in(&dir, &line, "results");
         assert!(!read_report(&rescued).cells.is_empty(), "{base:?}");
         assert!(is_device(&full), "{base:?}: full is still a device");
         fs::remove_file(rescued).unwrap();
@@ -438,12 +464,7 @@ fn sweep_results_survive_an_output_directory_removed_while_measuring() {
         "-o",
         path_arg(&results),
     ];
-    let mut child = command(&args, &dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the parbench-cli binary runs");
+    let mut child = spawn(&args, &dir);
     // The matrix is read twice through the FIFO: by the sweep's check of its input files, then
     // by the round's process. The plan on stderr comes between them, after the output check.
     feed_fifo(&matrix, MATRIX, &mut child);
@@ -485,12 +506,7 @@ fn latency_results_and_figure_survive_their_directory_removed_while_measuring() 
     args[3] = "--matrix";
     args[4] = path_arg(&matrix);
     args.extend(["-o", path_arg(&results), "--plot", path_arg(&figure)]);
-    let mut child = command(&args, &dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the parbench-cli binary runs");
+    let mut child = spawn(&args, &dir);
     // The one worker's service reads the matrix after both paths were checked.
     let mut writer = fifo_writer(&matrix, &mut child);
     fs::remove_dir(&gone).unwrap();
@@ -547,12 +563,7 @@ fn reproduce_results_survive_a_report_file_that_cannot_be_written() {
             && line.contains("Is a directory"),
         "{err}"
     );
-    let rescued = rescued_path(line, "report");
-    assert!(
-        rescued.starts_with(&dir),
-        "in TMPDIR: {}",
-        rescued.display()
-    );
+    let rescued = rescued_in(&dir, line, "report");
     let markdown = fs::read_to_string(rescued.join("report.md")).expect("report.md rescued");
     assert_eq!(
         markdown,
@@ -649,12 +660,7 @@ fn corun_and_profile_results_survive_their_directory_removed_by_the_command() {
         } else {
             "profile"
         };
-        let rescued = rescued_path(&line, what);
-        assert!(
-            rescued.starts_with(&dir),
-            "in TMPDIR: {}",
-            rescued.display()
-        );
+        let rescued = rescued_in(&dir, &line, what);
         let json: serde_json::Value =
             serde_json::from_slice(&fs::read(&rescued).unwrap()).expect("JSON rescued");
         let argv = if command == "corun" {
@@ -682,12 +688,7 @@ fn plot_figure_survives_its_directory_removed_while_reading_the_results() {
         fs::create_dir(&gone).unwrap();
         let figure = gone.join(name);
         let args = ["plot", path_arg(&results), "-o", path_arg(&figure)];
-        let mut child = command(&args, &dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the parbench-cli binary runs");
+        let mut child = spawn(&args, &dir);
         // The figure's path is checked before the results are read.
         let mut writer = fifo_writer(&results, &mut child);
         fs::remove_dir(&gone).unwrap();
@@ -695,12 +696,7 @@ fn plot_figure_survives_its_directory_removed_while_reading_the_results() {
         drop(writer);
         let output = child.wait_with_output().unwrap();
         let line = assert_one_error_line(&output, &[path_arg(&figure), "No such file"]);
-        let rescued = rescued_path(&line, "figure");
-        assert!(
-            rescued.starts_with(&dir),
-            "in TMPDIR: {}",
-            rescued.display()
-        );
+        let rescued = rescued_in(&dir, &line, "figure");
         let bytes = fs::read(&rescued).unwrap();
         let magic: &[u8] = if name == "f.svg" { b"<svg" } else { b"\x89PNG" };
         assert!(bytes.starts_with(magic), "{name}: {:?}", &bytes[..8]);
@@ -712,11 +708,9 @@ fn plot_figure_survives_its_directory_removed_while_reading_the_results() {
 #[test]
 fn plot_and_profile_write_a_device_through_and_rescue_what_it_refuses() {
     let dir = fresh_dir("devices-plot-profile");
-    let (null, full) = (dir.join("null"), dir.join("full"));
-    if !(char_device(&null, 1, 3) && char_device(&full, 1, 7)) {
-        eprintln!("SKIPPED: this process may not make device nodes (mknod needs root)");
+    let Some((null, full)) = null_and_full(&dir) else {
         return;
-    }
+    };
     let report = dir.join("sweep.json");
     sweep_report_at(&report);
     let is_device = |path: &Path| fs::metadata(path).unwrap().file_type().is_char_device();
@@ -762,12 +756,7 @@ fn plot_and_profile_write_a_device_through_and_rescue_what_it_refuses() {
         let to_full: Vec<&str> = to_full.iter().map(String::as_str).collect();
         let output = run(&to_full, &dir);
         let line = assert_one_error_line(&output, &["full", "No space left on device"]);
-        let rescued = rescued_path(&line, what);
-        assert!(
-            rescued.starts_with(&dir),
-            "in TMPDIR: {}",
-            rescued.display()
-        );
+        let rescued = rescued_in(&dir, &line, what);
         assert!(
             fs::read(&rescued).unwrap().starts_with(magic),
             "{to_full:?}"
