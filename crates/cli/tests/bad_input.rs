@@ -724,32 +724,13 @@ fn kernel_parameters_no_selected_kernel_takes_are_refused_naming_the_kernels_tha
         &["parameter `lock`", "method atomic takes no lock"],
     );
     // A kernel that takes it gets it, and the report records it.
-    let (out, _) = cli_ok(&[
-        "sweep",
-        "--kernels",
-        "round",
-        "--n",
-        "2",
-        "--param",
-        "meals=10",
-        "--lock",
-        "tas",
-        "--backend",
-        "portable",
-        "--schedulers",
-        "seq",
-        "--threads",
-        "1",
-        "--runs",
-        "1",
-        "--rounds",
-        "1",
-        "--warmup",
-        "0",
-        "--format",
-        "json",
-        "-q",
-    ]);
+    let (out, _) = cli_ok(
+        &[
+            &round[..],
+            &["--lock", "tas", "--backend", "portable", "--format", "json"],
+        ]
+        .concat(),
+    );
     let report: serde_json::Value = serde_json::from_str(&out).expect("JSON report");
     assert_eq!(
         report["metadata"]["settings"]["round.backend"], "portable",
