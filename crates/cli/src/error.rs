@@ -108,6 +108,16 @@ pub enum CliError {
         /// Where its whole stderr was saved, when it said more than `reason`.
         stderr_log: Option<PathBuf>,
     },
+    /// A `reproduce` study that failed after measuring some cells, which were written first.
+    #[error("{error}; the {cells} cells measured before are kept in {}", kept.display())]
+    StudyStopped {
+        /// Why the study failed.
+        error: Box<CliError>,
+        /// How many cells it had measured.
+        cells: usize,
+        /// The file they were written to (`results.json` in the output directory).
+        kept: PathBuf,
+    },
     /// `sweep` was stopped by a signal (SIGINT, SIGTERM, SIGHUP) after saving what it measured;
     /// the process exits with 128 + the signal ([`CliError::signal`]).
     #[error(

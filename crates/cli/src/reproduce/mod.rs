@@ -25,7 +25,7 @@ use crate::args::parse_runs;
 use crate::commands::write_stdout;
 use crate::error::CliError;
 use crate::progress::Progress;
-use crate::results::{Cell, Metadata, Report};
+use crate::results::{Cell, Metadata, Report, STOPPED_SETTING};
 use crate::results_file::ResultsDirectory;
 use crate::stats::Summary;
 use crate::sweep::{LABELS, SweepError, SweepObserver, SweepPlan, run_sweep};
@@ -177,6 +177,8 @@ pub struct ReproduceArgs {
     /// in); each file is replaced atomically. If one cannot be written after measuring, the
     /// whole report goes to the directory $TMPDIR/parbench-rescued-PID-DIRNAME, the error says
     /// where, and the exit code is 2.
+    /// A study that fails partway writes the cells it measured to DIR/results.json (marked
+    /// `stopped`) before it stops.
     #[arg(long, short, value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// No progress on stderr.
@@ -215,7 +217,10 @@ pub fn run(args: &ReproduceArgs) -> Result<(), CliError> {
         args.scale.name(),
         study.scaling(args.scale)
     ));
-    let mut report = study.run(&mut run)?;
+    let mut report = match study.run(&mut run) {
+        Ok(report) => report,
+        Err(error) => return Err(keep_measured(output, run.results, name, error)),
+    };
     report
         .results
         .metadata
@@ -237,6 +242,42 @@ pub fn run(args: &ReproduceArgs) -> Result<(), CliError> {
             .flatten()
             .collect(),
     )
+}
+
+/// The error of study `name` that failed with `error` after measuring `results`: those cells go
+/// to `results.json` in the output directory (through its rescue if that fails), marked
+/// `stopped` with the error as a sweep's unfinished report is, and the error says where. Without
+/// a cell measured, `error` as it is.
+fn keep_measured(
+    output: ResultsDirectory,
+    mut results: Report,
+    name: &str,
+    error: CliError,
+) -> CliError {
+    let cells = results.cells.len();
+    if cells == 0 {
+        return error;
+    }
+    let settings = &mut results.metadata.settings;
+    settings.insert("study".into(), name.to_owned());
+    let reason = error.to_string();
+    let reason = reason.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+    settings.insert(STOPPED_SETTING.to_owned(), reason);
+    let kept = output.path().join("results.json");
+    let written = serde_json::to_vec_pretty(&results)
+        .map_err(|source| CliError::Write {
+            path: kept.clone(),
+            source: source.into(),
+        })
+        .and_then(|json| output.finish("results", &[("results.json", &json)]));
+    match written {
+        Ok(()) => CliError::StudyStopped {
+            error: Box::new(error),
+            cells,
+            kept,
+        },
+        Err(write_error) => CliError::Several(vec![error, write_error]),
+    }
 }
 
 fn list() -> Result<(), CliError> {
@@ -405,6 +446,44 @@ mod tests {
             error.contains("far-atomics") && error.contains("scheduler"),
             "{error}"
         );
+    }
+
+    /// A study that fails after measuring keeps its cells in `results.json`, marked stopped, and
+    /// its error says how many and where; one that measured nothing writes nothing.
+    #[test]
+    fn a_study_that_fails_keeps_the_cells_it_measured() {
+        let dir =
+            std::env::temp_dir().join(format!("parbench-reproduce-keep-{}", std::process::id()));
+        // Ignoring the error is right: the directory usually does not exist yet.
+        let _ = std::fs::remove_dir_all(&dir);
+        let failure = || CliError::Usage("kernel x failed\non two lines".to_owned());
+
+        let nothing = StudyRun::new(Scale::Tiny, None, true).results;
+        let output = ResultsDirectory::open(&dir).unwrap();
+        let error = keep_measured(output, nothing, "s", failure());
+        assert_eq!(error.to_string(), failure().to_string());
+        assert!(!dir.join("results.json").exists());
+
+        let mut run = StudyRun::new(Scale::Tiny, None, true);
+        let cell = Cell::measured(&[("kernel", "k"), ("scheduler", "seq")], vec![1.0, 2.0]);
+        run.results.cells.push(cell);
+        let output = ResultsDirectory::open(&dir).unwrap();
+        let error = keep_measured(output, run.results, "s", failure());
+        let kept = dir.join("results.json");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "kernel x failed\non two lines; the 1 cells measured before are kept in {}",
+                kept.display()
+            )
+        );
+        let report: Report =
+            serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+        assert_eq!(report.cells.len(), 1);
+        let settings = &report.metadata.settings;
+        assert_eq!(settings[STOPPED_SETTING], "kernel x failed on two lines");
+        assert_eq!(settings["study"], "s");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
