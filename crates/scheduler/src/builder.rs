@@ -142,6 +142,9 @@ pub struct ThreadPoolBuilder {
     start_handler: Option<ThreadHandler>,
     exit_handler: Option<ThreadHandler>,
     panic_handler: Option<PanicHandler>,
+    /// Set by [`build_global`](Self::build_global): the start handlers run marked as the global
+    /// pool's (see `global::as_global_start_handler`).
+    for_global: bool,
 }
 
 impl Default for ThreadPoolBuilder {
@@ -197,6 +200,7 @@ impl ThreadPoolBuilder {
             start_handler: None,
             exit_handler: None,
             panic_handler: None,
+            for_global: false,
         }
     }
 
@@ -460,6 +464,7 @@ impl ThreadPoolBuilder {
             let (pinned, started) = (pinned_tx.clone(), started_tx.clone());
             let (go_tx, go_rx) = mpsc::channel::<()>();
             let (start, exit) = (self.start_handler.clone(), self.exit_handler.clone());
+            let for_global = self.for_global;
             let spawned = builder.spawn(move || {
                 let is_pinned = cpu.is_none_or(|cpu| {
                     core_affinity::set_for_current(core_affinity::CoreId { id: cpu })
@@ -472,7 +477,12 @@ impl ThreadPoolBuilder {
                     index,
                     &deque,
                     || {
-                        run_handler(&worker_registry, start.as_deref(), index);
+                        let run = || run_handler(&worker_registry, start.as_deref(), index);
+                        if for_global {
+                            crate::global::as_global_start_handler(run);
+                        } else {
+                            run();
+                        }
                         let _ = started.send(());
                     },
                     || run_handler(&worker_registry, exit.as_deref(), index),
@@ -544,9 +554,12 @@ impl ThreadPoolBuilder {
     /// default pool. Concurrent calls are serialised; exactly one of them can succeed.
     ///
     /// The start handlers run before this returns, as workers of the new pool, so the free
-    /// functions called in them act on it (see [`start_handler`](Self::start_handler)). A start
-    /// handler must not call [`global_pool`](crate::global_pool), nor wait for a thread that calls
-    /// a free function outside any pool: until this build returns, those wait for it.
+    /// functions called in them act on it (see [`start_handler`](Self::start_handler)). The pool
+    /// is not the global pool until this returns: [`global_pool`](crate::global_pool) called in
+    /// one of these start handlers panics (the panic goes where a start handler's panics go, and
+    /// the build goes on) instead of waiting for this build, which waits for the handler. A start
+    /// handler must not wait for another thread that calls a free function outside any pool
+    /// either: until this build returns, that thread waits for it.
     ///
     /// ```
     /// use parbench_scheduler::{BuildError, Pinning, ThreadPoolBuilder};
@@ -564,7 +577,8 @@ impl ThreadPoolBuilder {
     /// ));
     /// assert_eq!(parbench_scheduler::current_num_threads(), 2);
     /// ```
-    pub fn build_global(self) -> Result<(), BuildError> {
+    pub fn build_global(mut self) -> Result<(), BuildError> {
+        self.for_global = true;
         crate::global::init(self)
     }
 }

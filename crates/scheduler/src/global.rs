@@ -5,6 +5,7 @@
 //! failed [`ThreadPoolBuilder::build_global`] thus leaves the global pool unbuilt, and a
 //! corrected retry (or the default pool, built on first use) takes its place.
 
+use std::cell::Cell;
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::builder::{self, ThreadPoolBuilder};
@@ -16,6 +17,20 @@ use crate::registry::Registry;
 static GLOBAL: OnceLock<ThreadPool> = OnceLock::new();
 /// Held while the global pool is being built: one build at a time, and none after it is set.
 static BUILDING: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// Set while this thread runs a start handler of a [`ThreadPoolBuilder::build_global`], which
+    /// holds `BUILDING` and waits for the handler: [`global_pool`] would wait for it in turn.
+    static IN_GLOBAL_START_HANDLER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `handler` as a start handler of the global pool's build (see `IN_GLOBAL_START_HANDLER`).
+/// `handler` does not unwind (`run_handler` catches its panics).
+pub(crate) fn as_global_start_handler(handler: impl FnOnce()) {
+    IN_GLOBAL_START_HANDLER.with(|flag| flag.set(true));
+    handler();
+    IN_GLOBAL_START_HANDLER.with(|flag| flag.set(false));
+}
 
 /// Holds off other builds of the global pool while the caller checks for it and builds it.
 fn lock_building() -> MutexGuard<'static, ()> {
@@ -68,7 +83,9 @@ fn default_pool() -> Result<ThreadPool, BuildError> {
 ///
 /// # Panics
 ///
-/// If not even a one-thread pool can be built (the operating system refuses to start a thread).
+/// If not even a one-thread pool can be built (the operating system refuses to start a thread),
+/// and in a start handler of [`build_global`](ThreadPoolBuilder::build_global): that pool becomes
+/// the global pool only once its start handlers have returned, so waiting for it would never end.
 ///
 /// ```
 /// let pool = parbench_scheduler::global_pool();
@@ -77,6 +94,13 @@ fn default_pool() -> Result<ThreadPool, BuildError> {
 pub fn global_pool() -> &'static ThreadPool {
     if let Some(pool) = GLOBAL.get() {
         return pool;
+    }
+    if IN_GLOBAL_START_HANDLER.with(Cell::get) {
+        panic!(
+            "parbench-scheduler: global_pool() called in a start handler of build_global: the \
+             pool being built becomes the global pool only after its start handlers return \
+             (the free functions act on it already)"
+        );
     }
     let _building = lock_building();
     // Set if another thread built it while this one waited for the lock.
