@@ -24,16 +24,29 @@
 //! either. Latches unpark their waiter directly (see `latch.rs`); a worker waiting on a latch
 //! sleeps through this same protocol, so work handed to it still wakes it.
 //!
+//! The exit of a dropped pool's workers (`Registry::worker_main`: the last worker past its exit
+//! hook wakes all, the others sleep until the count of such workers is zero) is model-checked
+//! with loom on this code: `RUSTFLAGS="--cfg loom" cargo test -p parbench-scheduler --release
+//! --lib loom_`. A version whose last worker does not wake the others deadlocks in the model
+//! (`loom_exit_without_the_last_wake_up_is_caught`).
+//!
 //! Lifetimes: the per-worker state and thread handles here belong to the registry, which every
 //! worker and every calling context keeps alive (workers hold an `Arc` until they exit; callers
 //! borrow the pool), so a waker never touches freed memory. Unparking a thread that has exited
 //! is harmless (the handle keeps the thread's record alive).
 
 use std::sync::OnceLock;
+
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicUsize, Ordering, fence};
+#[cfg(loom)]
+use loom::thread::{self, Thread};
+#[cfg(not(loom))]
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicUsize, Ordering, fence};
+#[cfg(not(loom))]
+use std::thread::{self, Thread};
 
 use crate::snapshot::{WaitKind, WorkerState};
-use std::thread::{self, Thread};
 
 use crossbeam_utils::CachePadded;
 
@@ -218,5 +231,66 @@ impl Sleep {
             return true;
         }
         false
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc;
+
+    /// The exit of `Registry::worker_main` on `workers` workers: each, past its exit hook,
+    /// decrements the count of workers not past theirs, the last wakes every worker
+    /// (`wake_last`), and each sleeps until the count is zero. Loom reports a deadlock if a
+    /// worker can sleep through the last decrement.
+    fn exit_together(workers: usize, wake_last: bool) {
+        let mut model = loom::model::Builder::new();
+        if workers > 2 {
+            // Three workers with unbounded preemptions run for hours; a lost wake-up of this
+            // protocol needs two preemptions (a sleeper between its check and its park, the last
+            // worker between its decrement and its wake-up).
+            model.preemption_bound = Some(3);
+        }
+        model.check(move || {
+            let sleep = Arc::new(Sleep::new(workers));
+            let in_exit = Arc::new(AtomicUsize::new(workers));
+            let handles: Vec<_> = (0..workers)
+                .map(|index| {
+                    let (sleep, in_exit) = (Arc::clone(&sleep), Arc::clone(&in_exit));
+                    thread::spawn(move || {
+                        sleep.register_current(index);
+                        // SeqCst: as in `worker_main`.
+                        if in_exit.fetch_sub(1, Ordering::SeqCst) == 1 && wake_last {
+                            sleep.wake_all();
+                        }
+                        // `WorkerCtx::wait_until` without spinning or work to find: check,
+                        // then sleep through the protocol, until the count is zero.
+                        while in_exit.load(Ordering::SeqCst) != 0 {
+                            sleep.sleep(index, || in_exit.load(Ordering::SeqCst) == 0);
+                        }
+                    })
+                })
+                .collect();
+            for handle in handles {
+                handle.join().unwrap();
+            }
+        });
+    }
+
+    #[test]
+    fn loom_workers_exit_together() {
+        exit_together(2, true);
+    }
+
+    #[test]
+    fn loom_three_workers_exit_together() {
+        exit_together(3, true);
+    }
+
+    /// Negative control: the model finds the lost wake-up.
+    #[test]
+    #[should_panic(expected = "deadlock")]
+    fn loom_exit_without_the_last_wake_up_is_caught() {
+        exit_together(2, false);
     }
 }
