@@ -62,7 +62,7 @@ pub use counter::AtomicCounter;
 pub use error::Error;
 pub use lock_bench::{lock_bench, LockBenchRun};
 pub use raw_lock::RawLock;
-pub use runtime_mutex::{MutexKind, RuntimeMutex, RuntimeMutexGuard};
+pub use runtime_mutex::{MutexKind, RuntimeMutex, RuntimeMutexGuard, NO_BACKEND};
 pub use spin_mutex::{SpinMutex, SpinMutexGuard};
 pub use tas::TasLock;
 pub use ticket::TicketLock;

@@ -58,7 +58,26 @@ impl MutexKind {
             MutexKind::Std => "std",
         }
     }
+
+    /// The backend a report names for this mutex built on `backend`: the backend's name for a
+    /// spin lock, [`NO_BACKEND`] for `std`, which ignores it.
+    ///
+    /// ```
+    /// use parbench_atomics::{Backend, LockKind, MutexKind, NO_BACKEND};
+    /// assert_eq!(MutexKind::Spin(LockKind::Tas).backend_label(Backend::Portable), "portable");
+    /// assert_eq!(MutexKind::Std.backend_label(Backend::Portable), NO_BACKEND);
+    /// ```
+    pub fn backend_label(self, backend: Backend) -> &'static str {
+        match self {
+            MutexKind::Spin(_) => backend.name(),
+            MutexKind::Std => NO_BACKEND,
+        }
+    }
 }
+
+/// The backend label of `std::sync::Mutex`, which has no backend of this crate (see
+/// [`MutexKind::backend_label`]).
+pub const NO_BACKEND: &str = "-";
 
 impl fmt::Display for MutexKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

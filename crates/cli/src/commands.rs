@@ -603,8 +603,8 @@ fn sweep_metadata(
         }
         for spec in kernel.params() {
             // Record the value each parameter had, given or default, so a figure can be labelled.
-            if let Ok(value) = plan.params.get_str(*kernel, spec.name) {
-                settings.insert(format!("{}.{}", kernel.name(), spec.name), value.to_owned());
+            if let Ok(value) = kernel.param_value(&plan.params, spec.name) {
+                settings.insert(format!("{}.{}", kernel.name(), spec.name), value);
             }
         }
     }

@@ -728,8 +728,8 @@ fn metadata(kernel: &dyn Kernel, params: &Params, config: &CurveConfig, pin: boo
     let mut settings = BTreeMap::new();
     settings.insert("service".to_owned(), kernel.name().to_owned());
     for spec in kernel.params() {
-        if let Ok(value) = params.get_str(kernel, spec.name) {
-            settings.insert(format!("{}.{}", kernel.name(), spec.name), value.to_owned());
+        if let Ok(value) = kernel.param_value(params, spec.name) {
+            settings.insert(format!("{}.{}", kernel.name(), spec.name), value);
         }
     }
     let numbers = [

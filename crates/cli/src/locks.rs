@@ -29,8 +29,9 @@ use crate::results::{Cell, Metadata, MetricSeries, Report};
 /// The label names of a `locks` report, in table order.
 pub const LABELS: [&str; 3] = ["lock", "backend", "threads"];
 
-/// The `backend` label of `std::sync::Mutex`, which has no backend of ours.
-pub const NO_BACKEND: &str = "-";
+/// The `backend` label of `std::sync::Mutex`, which has no backend of ours; `sweep` records the
+/// same for `round` and `trapezoid` on the std lock.
+pub use parbench_atomics::NO_BACKEND;
 
 /// Printed (and stored in the report) with every `locks` run.
 pub const TIMING_NOTE: &str = "note: emulated timings (qemu) mean nothing; ARM numbers need real \
@@ -135,10 +136,7 @@ impl LockUnderTest {
 
     /// The `backend` label: the backend's name, or [`NO_BACKEND`] for `std`.
     pub fn backend_label(&self) -> &'static str {
-        match self.kind {
-            MutexKind::Spin(_) => self.backend.name(),
-            MutexKind::Std => NO_BACKEND,
-        }
+        self.kind.backend_label(self.backend)
     }
 
     /// `lock/backend` (or just `std`) for progress lines.

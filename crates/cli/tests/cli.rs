@@ -177,6 +177,57 @@ fn interleaved_rounds_keep_every_sample_and_record_the_blocks() {
 }
 
 #[test]
+fn round_and_trapezoid_record_the_backend_their_lock_ran_on() {
+    // Without --backend a spin lock runs on the best backend this CPU has and std::sync::Mutex on
+    // none of ours: the results say which, with the labels of `locks`, never the empty default.
+    let best = parbench_atomics::Backend::best().name();
+    let no_backend = parbench_cli::locks::NO_BACKEND;
+    for (lock, expected) in [
+        (None, no_backend),
+        (Some("std"), no_backend),
+        (Some("tas"), best),
+    ] {
+        let path = scratch(&format!("lock-backend-{}.json", lock.unwrap_or("default")));
+        let mut args = vec![
+            "sweep",
+            "--kernels",
+            "round,trapezoid",
+            "--schedulers",
+            "seq",
+            "--threads",
+            "1",
+            "--runs",
+            "1",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "-q",
+            "--n",
+            "5",
+            "--param",
+            "meals=50",
+            "-o",
+        ];
+        args.push(path.to_str().unwrap());
+        if let Some(lock) = lock {
+            args.extend(["--lock", lock]);
+        }
+        let output = cli(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let report: Report = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        for kernel in ["round", "trapezoid"] {
+            let setting = report.metadata.settings.get(&format!("{kernel}.backend"));
+            assert_eq!(
+                setting.map(String::as_str),
+                Some(expected),
+                "{kernel} {lock:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn csv_format_has_a_header_and_a_row_per_cell() {
     let output = tiny(&["--format", "csv"]);
     assert!(output.status.success(), "{}", stderr(&output));

@@ -56,6 +56,29 @@ pub trait Kernel: Sync {
         let _ = params;
         false
     }
+    /// The value parameter `name` has in a run with `params`, as results record it: the text
+    /// given, else the declared default, except where the kernel settles a default only when it
+    /// builds its input. `round` and `trapezoid` name the atomics backend their lock runs on (the
+    /// best this CPU has unless given; `-` for `std::sync::Mutex`, which has none).
+    ///
+    /// ```
+    /// use parbench_atomics::{Backend, NO_BACKEND};
+    /// use parbench_kernels::{find_kernel, Params};
+    ///
+    /// let round = find_kernel("round")?;
+    /// assert_eq!(round.param_value(&Params::new(), "lock")?, "std");
+    /// assert_eq!(round.param_value(&Params::new(), "backend")?, NO_BACKEND);
+    /// let tas = Params::new().with("lock", "tas");
+    /// assert_eq!(round.param_value(&tas, "backend")?, Backend::best().name());
+    /// # Ok::<(), parbench_kernels::KernelError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`KernelError::BadParam`] if the kernel does not declare `name`, or for a malformed value
+    /// the recorded one depends on.
+    fn param_value(&self, params: &Params, name: &str) -> Result<String, KernelError> {
+        params.get_str(self, name).map(str::to_owned)
+    }
     /// Builds the input for a run on `threads` threads (some default sizes scale with it).
     ///
     /// # Errors
@@ -234,7 +257,11 @@ impl Params {
     ///
     /// # Errors
     /// [`KernelError::BadParam`] if the kernel does not declare `name` (a bug in the kernel).
-    pub fn get_str<'a>(&'a self, kernel: &dyn Kernel, name: &str) -> Result<&'a str, KernelError> {
+    pub fn get_str<'a>(
+        &'a self,
+        kernel: &(impl Kernel + ?Sized),
+        name: &str,
+    ) -> Result<&'a str, KernelError> {
         if let Some(value) = self.values.get(name) {
             return Ok(value);
         }
@@ -371,7 +398,12 @@ fn parse_f64(text: &str) -> Option<f64> {
 }
 
 /// A [`KernelError::BadParam`] for `kernel`'s parameter `name`.
-pub(crate) fn bad_param(kernel: &dyn Kernel, name: &str, value: &str, reason: &str) -> KernelError {
+pub(crate) fn bad_param(
+    kernel: &(impl Kernel + ?Sized),
+    name: &str,
+    value: &str,
+    reason: &str,
+) -> KernelError {
     KernelError::BadParam {
         kernel: kernel.name(),
         name: name.to_owned(),

@@ -4,7 +4,7 @@
 //! atomics [`Backend`] (`lse`, `llsc`, `portable`; by default the best this CPU has), or `std`
 //! for `std::sync::Mutex`. Kernels declare the two parameters with [`LOCK_PARAM`] and
 //! [`BACKEND_PARAM`] and read them with [`lock_choice`], so every lock-based kernel accepts the
-//! same names with the same defaults.
+//! same names with the same defaults, and record the backend they ran on with [`param_value`].
 
 use parbench_atomics::{Backend, MutexKind};
 
@@ -56,4 +56,45 @@ pub(crate) fn lock_choice(
         }
     };
     Ok((kind, backend))
+}
+
+/// [`Kernel::param_value`] of a lock-based kernel: `backend` is the one its lock runs on
+/// ([`MutexKind::backend_label`]: the best available unless given, none for `std`), not the
+/// empty default; every other parameter as given or declared.
+pub(crate) fn param_value(
+    kernel: &dyn Kernel,
+    params: &Params,
+    name: &str,
+) -> Result<String, KernelError> {
+    if name == BACKEND_PARAM.name {
+        let (kind, backend) = lock_choice(kernel, params)?;
+        return Ok(kind.backend_label(backend).to_owned());
+    }
+    params.get_str(kernel, name).map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use parbench_atomics::NO_BACKEND;
+
+    use super::*;
+    use crate::find_kernel;
+
+    #[test]
+    fn the_recorded_backend_is_the_one_the_lock_runs_on() {
+        for name in ["round", "trapezoid"] {
+            let kernel = find_kernel(name).unwrap();
+            let backend = |params: &Params| kernel.param_value(params, "backend").unwrap();
+            // The default lock is std::sync::Mutex: no backend of ours, as `locks` labels it.
+            assert_eq!(backend(&Params::new()), NO_BACKEND, "{name}");
+            assert_eq!(backend(&Params::new().with("lock", "std")), NO_BACKEND);
+            let tas = Params::new().with("lock", "tas");
+            assert_eq!(backend(&tas), Backend::best().name(), "{name}");
+            let portable = tas.with("backend", "portable");
+            assert_eq!(backend(&portable), "portable", "{name}");
+            // The other parameters are recorded as given or declared.
+            assert_eq!(kernel.param_value(&portable, "lock").unwrap(), "tas");
+            assert_eq!(kernel.param_value(&Params::new(), "lock").unwrap(), "std");
+        }
+    }
 }

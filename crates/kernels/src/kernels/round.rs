@@ -83,7 +83,7 @@ use crate::kernel::{
     Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, bad_param, timed,
     wrong_result,
 };
-use crate::kernels::lock_choice::{BACKEND_PARAM, LOCK_PARAM, lock_choice};
+use crate::kernels::lock_choice::{self, BACKEND_PARAM, LOCK_PARAM, lock_choice};
 use crate::kernels::rng::SplitMix64;
 
 /// Most philosophers at one table (each is a fork and a few counters).
@@ -199,6 +199,10 @@ impl Kernel for Round {
 
     fn small_params(&self) -> &'static [(&'static str, &'static str)] {
         &[("n", "5"), ("meals", "50")]
+    }
+
+    fn param_value(&self, params: &Params, name: &str) -> Result<String, KernelError> {
+        lock_choice::param_value(self, params, name)
     }
 
     fn prepare(

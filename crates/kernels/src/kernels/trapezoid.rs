@@ -25,7 +25,7 @@ use crate::kernel::{
     Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport, bad_param, timed,
     wrong_result,
 };
-use crate::kernels::lock_choice::{BACKEND_PARAM, LOCK_PARAM, lock_choice};
+use crate::kernels::lock_choice::{self, BACKEND_PARAM, LOCK_PARAM, lock_choice};
 
 /// Methods of keeping the shared sum, as accepted by `--method`.
 const METHODS: [&str; 5] = ["spin", "mutex", "semaphore", "atomic", "local"];
@@ -222,6 +222,10 @@ impl Kernel for Trapezoid {
 
     fn small_params(&self) -> &'static [(&'static str, &'static str)] {
         &[("n", "10000"), ("block", "16")]
+    }
+
+    fn param_value(&self, params: &Params, name: &str) -> Result<String, KernelError> {
+        lock_choice::param_value(self, params, name)
     }
 
     fn prepare(
