@@ -247,6 +247,19 @@ impl Params {
         self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
+    /// The text given for `name`, or `None` when it was not given and the kernel's default
+    /// applies: an explicit value, even the default's text or an empty one, is `Some`.
+    ///
+    /// ```
+    /// use parbench_kernels::Params;
+    /// let params = Params::new().with("lock", "std");
+    /// assert_eq!(params.given("lock"), Some("std"));
+    /// assert_eq!(params.given("backend"), None);
+    /// ```
+    pub fn given(&self, name: &str) -> Option<&str> {
+        self.values.get(name).map(String::as_str)
+    }
+
     /// [`Params::set`] by value, for building parameters in one expression.
     pub fn with(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.set(name, value);
@@ -262,7 +275,7 @@ impl Params {
         kernel: &(impl Kernel + ?Sized),
         name: &str,
     ) -> Result<&'a str, KernelError> {
-        if let Some(value) = self.values.get(name) {
+        if let Some(value) = self.given(name) {
             return Ok(value);
         }
         kernel

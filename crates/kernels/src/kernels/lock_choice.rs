@@ -28,7 +28,8 @@ pub(crate) const BACKEND_PARAM: ParamSpec = ParamSpec {
 ///
 /// The backend is only parsed here; whether this CPU can run it shows when a lock is built. A
 /// backend given beside `std` (the default lock) is an error: `std::sync::Mutex` has none, and
-/// the run would be recorded under a backend it never used.
+/// the run would be recorded under a backend it never used. Only a backend not given defaults to
+/// the best available; an empty one given is refused as any unknown name.
 pub(crate) fn lock_choice(
     kernel: &dyn Kernel,
     params: &Params,
@@ -37,9 +38,11 @@ pub(crate) fn lock_choice(
     let kind = lock
         .parse::<MutexKind>()
         .map_err(|error| bad_param(kernel, LOCK_PARAM.name, lock, &error.to_string()))?;
-    let backend = match params.get_str(kernel, BACKEND_PARAM.name)? {
-        "" => Backend::best(),
-        name => {
+    // Whether the backend was given, not whether it is empty: an empty `--backend ""` is a
+    // backend given, and no backend's name.
+    let backend = match params.given(BACKEND_PARAM.name) {
+        None => Backend::best(),
+        Some(name) => {
             let backend = name.parse().map_err(|error: parbench_atomics::Error| {
                 bad_param(kernel, BACKEND_PARAM.name, name, &error.to_string())
             })?;
@@ -95,6 +98,30 @@ mod tests {
             // The other parameters are recorded as given or declared.
             assert_eq!(kernel.param_value(&portable, "lock").unwrap(), "tas");
             assert_eq!(kernel.param_value(&Params::new(), "lock").unwrap(), "std");
+        }
+    }
+
+    #[test]
+    fn an_empty_backend_given_is_refused_not_taken_for_the_default() {
+        for name in ["round", "trapezoid"] {
+            let kernel = find_kernel(name).unwrap();
+            for lock in ["tas", "std"] {
+                let params = Params::new().with("lock", lock).with("backend", "");
+                match lock_choice(kernel, &params) {
+                    Err(KernelError::BadParam {
+                        name: refused,
+                        reason,
+                        ..
+                    }) => {
+                        assert_eq!(refused, "backend", "{name} {lock}");
+                        assert!(
+                            reason.contains("unknown backend"),
+                            "{name} {lock}: {reason}"
+                        );
+                    }
+                    other => panic!("{name} with lock {lock} and backend \"\": {other:?}"),
+                }
+            }
         }
     }
 }

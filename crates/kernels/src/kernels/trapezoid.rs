@@ -236,10 +236,12 @@ impl Kernel for Trapezoid {
         let n = params.get_usize_in(self, "n", 1..=1 << 34)?;
         let block = params.get_usize_in(self, "block", 1..=1 << 34)?;
         let method = params.get_choice(self, "method", &METHODS)?;
+        // Given, not merely different from the default: `--lock std` with `--method spin` would
+        // record a lock the run never took.
         if !uses_lock(method)
-            && let Some((name, value)) = params
-                .iter()
-                .find(|(name, _)| [LOCK_PARAM.name, BACKEND_PARAM.name].contains(name))
+            && let Some((name, value)) = [LOCK_PARAM.name, BACKEND_PARAM.name]
+                .into_iter()
+                .find_map(|name| params.given(name).map(|value| (name, value)))
         {
             return Err(bad_param(
                 self,
