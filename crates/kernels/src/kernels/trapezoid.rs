@@ -271,16 +271,16 @@ struct PreparedTrapezoid {
     sum: Box<dyn SharedSum>,
 }
 
-/// A zeroed shared sum kept the way `method` says (`mutex` and `local` both use the `lock`
-/// mutex; `local` just touches it once per chunk).
-///
-/// # Errors
-/// If `lock` is a spin lock and this CPU cannot run `backend`.
 /// Whether `method` keeps the sum under the `lock` mutex (see [`shared_sum`]).
 fn uses_lock(method: &str) -> bool {
     matches!(method, "mutex" | "local")
 }
 
+/// A zeroed shared sum kept the way `method` says (`mutex` and `local` both use the `lock`
+/// mutex; `local` just touches it once per chunk).
+///
+/// # Errors
+/// If `lock` is a spin lock and this CPU cannot run `backend`.
 fn shared_sum(
     method: &str,
     lock: MutexKind,
