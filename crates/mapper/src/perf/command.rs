@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::profile::{counted_quantities, read_json_file, write_json_file};
+use super::profile::{counted_quantities, read_json_file};
 use super::{MixSource, Profile, ProfileError, ProfileRequest, ThreadCounters, probe_events};
 use crate::mix::{InstrClass, InstructionMix};
 use crate::tasks::{Pid, all_processes, descendants, threads_of};
@@ -84,15 +84,8 @@ impl CommandProfile {
         self.profile.workload_mix(declared)
     }
 
-    /// Writes the profile as pretty JSON.
-    ///
-    /// # Errors
-    /// [`ProfileError::File`].
-    pub fn write_json(&self, path: impl AsRef<Path>) -> Result<(), ProfileError> {
-        write_json_file(self, path.as_ref())
-    }
-
-    /// Reads a profile written by [`write_json`](Self::write_json).
+    /// Reads a profile from a JSON file as serde writes it (`parbench-cli profile -o FILE --
+    /// CMD`); this crate writes none (see [`profile`](super::profile)).
     ///
     /// # Errors
     /// [`ProfileError::File`] or [`ProfileError::Json`].
@@ -280,7 +273,7 @@ mod tests {
             "task clock {clock} ns, descendants used {used} ns"
         );
         let path = std::env::temp_dir().join(format!("cmd-profile-{}.json", std::process::id()));
-        profile.write_json(&path).unwrap();
+        std::fs::write(&path, serde_json::to_string_pretty(&profile).unwrap()).unwrap();
         assert_eq!(CommandProfile::read_json(&path).unwrap(), profile);
         std::fs::remove_file(&path).unwrap();
     }

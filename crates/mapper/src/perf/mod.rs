@@ -76,7 +76,7 @@ pub enum ProfileError {
         /// The thread index.
         thread: usize,
     },
-    /// A profile file could not be read or written.
+    /// A profile file could not be read.
     #[error("profile file {}: {source}", path.display())]
     File {
         /// The file.

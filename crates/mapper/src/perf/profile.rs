@@ -6,9 +6,15 @@
 //! observe only the thread that opened them — enables them, runs `workload(thread_index)`,
 //! disables and reads them. Counts are scaled for multiplexing (see [`Reading::scaled`](super::Reading::scaled)).
 //!
-//! The resulting [`Profile`] is plain data: it serialises to JSON
-//! ([`Profile::write_json`]/[`Profile::read_json`]) so a profile taken on a machine with a
-//! PMU can drive the mapper on one without.
+//! The resulting [`Profile`] is plain data: it serialises to JSON (serde; [`Profile::read_json`]
+//! reads a file of it) so a profile taken on a machine with a PMU can drive the mapper on one
+//! without.
+//!
+//! This crate writes no profile files: the caller serialises the profile (e.g.
+//! `serde_json::to_string_pretty`) and writes it as its files need — `parbench-cli profile -o`
+//! replaces the file atomically and keeps the profile when it cannot. `Profile::write_json` and
+//! `CommandProfile::write_json`, which overwrote the file in place (a failed write left half a
+//! profile), were removed; nothing but their own tests used them.
 
 use std::fmt;
 use std::path::Path;
@@ -395,33 +401,22 @@ impl Profile {
         }
     }
 
-    /// Writes the profile as pretty JSON.
-    ///
-    /// # Errors
-    /// [`ProfileError::File`] when the file cannot be written.
-    ///
-    /// ```
-    /// use parbench_mapper::perf::{profile_threads, Profile, ProfileRequest};
-    /// let p = profile_threads(&ProfileRequest::software_only("idle", 1), |_| {})?;
-    /// let path = std::env::temp_dir().join(format!("doc-profile-{}.json", std::process::id()));
-    /// p.write_json(&path)?;
-    /// assert_eq!(Profile::read_json(&path)?, p);
-    /// # std::fs::remove_file(&path).ok();
-    /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
-    /// ```
-    pub fn write_json(&self, path: impl AsRef<Path>) -> Result<(), ProfileError> {
-        write_json_file(self, path.as_ref())
-    }
-
-    /// Reads a profile written by [`write_json`](Self::write_json) (or by hand).
+    /// Reads a profile from a JSON file: as serde writes it (`parbench-cli profile -o`), or by
+    /// hand.
     ///
     /// # Errors
     /// [`ProfileError::File`] for a missing/unreadable file, [`ProfileError::Json`] for content
     /// that is not a profile.
     ///
     /// ```
-    /// use parbench_mapper::perf::{Profile, ProfileError};
+    /// use parbench_mapper::perf::{profile_threads, Profile, ProfileError, ProfileRequest};
+    /// let p = profile_threads(&ProfileRequest::software_only("idle", 1), |_| {})?;
+    /// let path = std::env::temp_dir().join(format!("doc-profile-{}.json", std::process::id()));
+    /// std::fs::write(&path, serde_json::to_string_pretty(&p)?)?;
+    /// assert_eq!(Profile::read_json(&path)?, p);
+    /// # std::fs::remove_file(&path).ok();
     /// assert!(matches!(Profile::read_json("/nonexistent.json"), Err(ProfileError::File { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn read_json(path: impl AsRef<Path>) -> Result<Profile, ProfileError> {
         read_json_file(path.as_ref())
@@ -437,17 +432,7 @@ pub(crate) fn counted_quantities(totals: &QuantityTotals) -> String {
     counted.join(", ")
 }
 
-/// Writes `value` as pretty JSON to `path` (profiles of kernels and of commands).
-pub(crate) fn write_json_file<T: Serialize>(value: &T, path: &Path) -> Result<(), ProfileError> {
-    let file_error = |source| ProfileError::File {
-        path: path.to_owned(),
-        source,
-    };
-    let text = serde_json::to_string_pretty(value).map_err(|e| file_error(e.into()))?;
-    std::fs::write(path, text + "\n").map_err(file_error)
-}
-
-/// Reads JSON written by [`write_json_file`].
+/// Reads the JSON of a profile (of a kernel or of a command) from `path`.
 pub(crate) fn read_json_file<T: serde::de::DeserializeOwned>(
     path: &Path,
 ) -> Result<T, ProfileError> {
@@ -688,7 +673,7 @@ mod tests {
             "parbench-mapper-profile-{}.json",
             std::process::id()
         ));
-        profile.write_json(&path).unwrap();
+        std::fs::write(&path, serde_json::to_string_pretty(&profile).unwrap()).unwrap();
         let back = Profile::read_json(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert_eq!(back, profile);
