@@ -12,7 +12,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{ChildOutput, CommandStatus};
@@ -232,13 +232,34 @@ pub(super) fn status_of(
 /// Set by the handler of [`stop_on_termination_signals`].
 static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn request_stop(_signal: libc::c_int) {
-    // Relaxed: the flag carries no data; the watch loop only needs to see it eventually.
-    STOP_REQUESTED.store(true, Ordering::Relaxed);
+/// The first signal the handler of [`stop_on_termination_signals`] got; 0 before one.
+static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn request_stop(signal: libc::c_int) {
+    // Relaxed: published by the flag's Release below.
+    let _ = STOP_SIGNAL.compare_exchange(0, signal, Ordering::Relaxed, Ordering::Relaxed);
+    // Release: whoever sees the flag (the watch loop loads it with Acquire) also sees the signal,
+    // so a caller that finds its watch stopped can name the signal ([`stop_signal`]).
+    STOP_REQUESTED.store(true, Ordering::Release);
 }
 
-/// Installs handlers for `SIGINT`, `SIGTERM` and `SIGHUP` that only set a flag, and returns the
-/// flag: pass it as the `stop` argument of [`super::corun`] so that a signal to the watcher stops
+/// The first signal that [`stop_on_termination_signals`]'s handler got, if one came: a caller
+/// that saves what it measured before stopping can name it (and exit with 128 + it).
+///
+/// ```
+/// assert_eq!(parbench_mapper::corun::stop_signal(), None);
+/// ```
+pub fn stop_signal() -> Option<i32> {
+    // Relaxed: after a watch that saw the flag (with Acquire) the signal is visible; before
+    // that it is, like the flag, seen when it is seen.
+    match STOP_SIGNAL.load(Ordering::Relaxed) {
+        0 => None,
+        signal => Some(signal),
+    }
+}
+
+/// Installs handlers for `SIGINT`, `SIGTERM` and `SIGHUP` that only record the first signal
+/// ([`stop_signal`]) and set a flag, and returns the flag: pass it as the `stop` argument of [`super::corun`] so that a signal to the watcher stops
 /// every command's process group (instead of leaving them running without their watcher).
 ///
 /// # Errors
@@ -254,7 +275,7 @@ pub fn stop_on_termination_signals() -> io::Result<&'static AtomicBool> {
         // SAFETY: all-zero is a valid sigaction (empty mask, no flags) before the handler is set.
         let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
         action.sa_sigaction = request_stop as extern "C" fn(libc::c_int) as usize;
-        // SAFETY: `action` is a valid sigaction whose handler only stores to an atomic, which is
+        // SAFETY: `action` is a valid sigaction whose handler only stores to atomics, which is
         // async-signal-safe; the old action is not needed (null).
         if unsafe { libc::sigaction(signal, &action, std::ptr::null_mut()) } != 0 {
             return Err(io::Error::last_os_error());

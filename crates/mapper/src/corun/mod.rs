@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-pub use launch::stop_on_termination_signals;
+pub use launch::{stop_on_termination_signals, stop_signal};
 pub use roster::{PinnedThread, Roster};
 
 use crate::mapping::{Algorithm, MapError};
@@ -421,8 +421,9 @@ pub fn corun(
             }
         }
         if stopped.is_none() {
-            // Relaxed: a plain flag, checked every round; nothing else is published through it.
-            if stop.load(Ordering::Relaxed) {
+            // Acquire: the handler of `stop_on_termination_signals` records its signal before it
+            // raises the flag with Release, so the caller of a stopped watch finds the signal.
+            if stop.load(Ordering::Acquire) {
                 stopped = Some(StopReason::Interrupted);
             } else if options.timeout.is_some_and(|t| start.elapsed() >= t) {
                 stopped = Some(StopReason::Timeout);
