@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use clap::Args;
 use parbench_mapper::corun::{
-    ChildOutput, CommandSpec, CommandStatus, CorunOptions, CorunReport, corun, map_running,
-    stop_on_termination_signals,
+    ChildOutput, CommandSpec, CommandStatus, CorunOptions, CorunReport, StopReason, corun,
+    map_running, signal_name, stop_on_termination_signals, stop_signal,
 };
 use parbench_mapper::perf::{CommandProfile, MixSource, ProfileRequest, profile_command};
 use parbench_mapper::tasks::Pid;
@@ -56,6 +56,11 @@ pub struct CorunArgs {
     #[arg(long, value_name = "P.json")]
     pub profile: Vec<PathBuf>,
     /// Run the commands under several algorithms in turn and compare their system times.
+    ///
+    /// SIGINT (Ctrl-C), SIGTERM or SIGHUP ends the comparison early: the run in progress is
+    /// stopped and left out, the runs finished so far are printed and written to --output
+    /// (marked `stopped`), one line says how many were kept, and the exit code is 128 + the
+    /// signal.
     #[arg(long)]
     pub compare: bool,
     /// With --compare: the algorithms [default: every named one; `os` is always included].
@@ -243,7 +248,7 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
     let topology = Topology::this_system()?;
     let stop = stop_on_termination_signals()
         .map_err(|error| CliError::Usage(format!("cannot install the signal handlers: {error}")))?;
-    let mut options = CorunOptions {
+    let options = CorunOptions {
         algorithm: args
             .algorithm
             .as_deref()
@@ -294,47 +299,104 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
         return Ok(());
     }
     let algorithms = compared_algorithms(args.algorithms.as_deref())?;
-    let mut rng = SplitMix64::new(args.seed.unwrap_or(DEFAULT_SEED));
-    let mut runs: Vec<CorunReport> = Vec::new();
     let repeat = args.repeat.unwrap_or(DEFAULT_REPEAT);
-    let total = repeat * algorithms.len();
+    let planned = repeat * algorithms.len();
+    let seed = args.seed.unwrap_or(DEFAULT_SEED);
+    let (runs, run_cut_short) =
+        compared_runs(&topology, &specs, options, stop, &algorithms, repeat, seed)?;
+    let interruption = stop_signal().map(|signal| {
+        let kept = if runs.is_empty() {
+            "no run had finished, nothing was written".to_owned()
+        } else {
+            let place = output.as_ref().map_or_else(
+                || "on stdout".to_owned(),
+                |file| format!("in {}", file.path().display()),
+            );
+            let left_out = if run_cut_short {
+                " (the run in progress was stopped and left out)"
+            } else {
+                ""
+            };
+            format!("{} of {planned} runs kept {place}{left_out}", runs.len())
+        };
+        CliError::Interrupted {
+            signal,
+            signal_name: signal_name(signal).unwrap_or("a signal"),
+            kept: Some(kept),
+        }
+    });
+    if runs.is_empty() {
+        // Only after a signal: without one every planned run is made.
+        return CliError::all(interruption.into_iter().collect());
+    }
+    let table = Comparison::from_runs(&algorithms, &specs, &runs);
+    let interrupted = interruption.is_some();
+    let mut errors: Vec<CliError> = interruption.into_iter().collect();
+    if let Some(file) = output {
+        let compared = CompareOutput {
+            planned_runs: planned,
+            stopped: errors.first().map(ToString::to_string),
+            comparison: &table,
+            runs: &runs,
+        };
+        match finish_json(file, &compared) {
+            // The one line of an interruption already says where the runs are.
+            Ok(path) if !interrupted => eprintln!("report written to {}", path.display()),
+            Ok(_) => {}
+            Err(error) => errors.push(error),
+        }
+    }
+    let printed = write_stdout(|out| {
+        header(out)?;
+        write!(out, "{table}")
+    });
+    // After SIGHUP the terminal may be gone; the interruption is still the news.
+    if !interrupted {
+        errors.extend(printed.err());
+    }
+    CliError::all(errors)
+}
+
+/// The runs of `--compare`: the commands under every algorithm, `repeat` times, the algorithms in
+/// an order shuffled anew each time (from `seed`). A signal ends them early; then also returns
+/// whether a run was in progress, which is left out (its commands were stopped, it measured
+/// nothing).
+fn compared_runs(
+    topology: &Topology,
+    specs: &[CommandSpec],
+    mut options: CorunOptions,
+    stop: &AtomicBool,
+    algorithms: &[Algorithm],
+    repeat: usize,
+    seed: u64,
+) -> Result<(Vec<CorunReport>, bool), CliError> {
+    let mut rng = SplitMix64::new(seed);
+    let planned = repeat * algorithms.len();
+    let mut runs = Vec::new();
     for _ in 0..repeat {
-        let mut order = algorithms.clone();
+        let mut order = algorithms.to_vec();
         rng.shuffle(&mut order);
         for algorithm in order {
+            if stop_signal().is_some() {
+                return Ok((runs, false));
+            }
             options.algorithm = algorithm;
-            let report = corun(&topology, &specs, &options, stop)?;
+            let report = corun(topology, specs, &options, stop)?;
+            if report.stopped == Some(StopReason::Interrupted) {
+                return Ok((runs, true));
+            }
             check_started(&report)?;
             // After the run, so that a set of commands none of which can start gives only the
             // error line.
             eprintln!(
-                "run {}/{total}: {algorithm}, system time {:.3} s",
+                "run {}/{planned}: {algorithm}, system time {:.3} s",
                 runs.len() + 1,
                 report.system_time_s
             );
-            let stopped = report.stopped.is_some();
             runs.push(report);
-            if stopped && is_interrupted(stop) {
-                return Err(CliError::Usage(
-                    "interrupted: every command was stopped".into(),
-                ));
-            }
         }
     }
-    let table = Comparison::from_runs(&algorithms, &specs, &runs);
-    write_stdout(|out| {
-        header(out)?;
-        write!(out, "{table}")
-    })?;
-    if let Some(file) = output {
-        let compared = CompareOutput {
-            comparison: &table,
-            runs: &runs,
-        };
-        let path = finish_json(file, &compared)?;
-        eprintln!("report written to {}", path.display());
-    }
-    Ok(())
+    Ok((runs, false))
 }
 
 /// When no command could be started (no such program, not executable) nothing was measured:
@@ -354,11 +416,6 @@ fn check_started(report: &CorunReport) -> Result<(), CliError> {
         "no command could be started, nothing was measured: cannot start {}",
         failures.join("; ")
     )))
-}
-
-fn is_interrupted(stop: &AtomicBool) -> bool {
-    // Relaxed: a plain flag set by a signal handler; nothing is published through it.
-    stop.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// The algorithms of `--algorithms` (all five by default), with `os` added when missing because
@@ -412,9 +469,18 @@ pub(crate) fn finish_json(file: ResultsFile, value: &impl Serialize) -> Result<P
     Ok(path)
 }
 
+/// The JSON of `--compare`. An interrupted comparison holds fewer runs than planned and says why
+/// it stopped, as an interrupted sweep's report does.
 #[derive(Serialize)]
 struct CompareOutput<'a> {
+    /// Runs the comparison was to make (`--repeat` × algorithms).
+    planned_runs: usize,
+    /// Why it stopped before its last run, in the one line the command printed; absent when it
+    /// made them all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped: Option<String>,
     comparison: &'a Comparison,
+    /// The runs that finished, in the order they ran.
     runs: &'a [CorunReport],
 }
 
@@ -506,10 +572,15 @@ impl std::fmt::Display for Comparison {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let seconds =
             |value: Option<f64>| value.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.3}"));
-        let runs = self
+        // Equal unless the comparison was interrupted.
+        let counts = self
             .rows
-            .first()
-            .map_or(0, |r| r.system_times_s.len() + r.failed_runs);
+            .iter()
+            .map(|r| r.system_times_s.len() + r.failed_runs);
+        let runs = match (counts.clone().min(), counts.max()) {
+            (Some(fewest), Some(most)) if fewest < most => format!("{fewest}-{most}"),
+            (_, most) => most.unwrap_or(0).to_string(),
+        };
         writeln!(
             f,
             "system time (first start to last exit), {runs} run(s) per algorithm, shuffled order; \
@@ -660,4 +731,40 @@ pub fn map_pids(
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(algorithm: &str, system_times_s: Vec<f64>) -> ComparisonRow {
+        ComparisonRow {
+            algorithm: algorithm.to_owned(),
+            system_times_s,
+            failed_runs: 0,
+            median_s: None,
+            mean_s: None,
+            ci95_s: None,
+            vs_os: None,
+            command_medians_s: vec![None],
+        }
+    }
+
+    #[test]
+    fn the_table_of_an_interrupted_comparison_says_how_many_runs_each_algorithm_got() {
+        let table = |rows| {
+            Comparison {
+                commands: vec!["sleep 1".to_owned()],
+                rows,
+            }
+            .to_string()
+        };
+        let interrupted = table(vec![row("scatter", vec![1.0, 1.1]), row("os", vec![1.2])]);
+        assert!(
+            interrupted.starts_with("system time (first start to last exit), 1-2 run(s) per"),
+            "{interrupted}"
+        );
+        let complete = table(vec![row("scatter", vec![1.0]), row("os", vec![1.2])]);
+        assert!(complete.contains(", 1 run(s) per algorithm"), "{complete}");
+    }
 }

@@ -118,8 +118,8 @@ pub enum CliError {
         /// The file they were written to (`results.json` in the output directory).
         kept: PathBuf,
     },
-    /// `sweep` was stopped by a signal (SIGINT, SIGTERM, SIGHUP) after saving what it measured;
-    /// the process exits with 128 + the signal ([`CliError::signal`]).
+    /// `sweep` or `corun --compare` was stopped by a signal (SIGINT, SIGTERM, SIGHUP) after
+    /// saving what it measured; the process exits with 128 + the signal ([`CliError::signal`]).
     #[error(
         "interrupted by {signal_name}{}",
         kept.as_ref().map_or_else(String::new, |kept| format!(": {kept}"))

@@ -15,6 +15,11 @@
 //! Its pid is published only while it is a child not yet reaped ([`ChildWatch`]), so the handler
 //! can never signal a process that reused the pid. A signal that the sweep was started with
 //! ignored (`nohup`'s SIGHUP) stays ignored.
+//!
+//! `corun --compare` stops through the mapper's own handlers instead
+//! (`parbench_mapper::corun::stop_on_termination_signals`), which stop its commands' process
+//! groups; it keeps its finished runs the same way and names the signal from
+//! `parbench_mapper::corun::stop_signal`.
 
 use std::io;
 use std::process::Child;

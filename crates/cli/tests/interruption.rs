@@ -2,7 +2,11 @@
 //! process dying. Each test starts a sweep long enough to be caught mid-round, waits until the
 //! round's child has reported a finished cell (by polling the child's round report in the
 //! sweep's scratch directory, under a `TMPDIR` of the test's own), and then stops it.
+//!
+//! Likewise what `corun --compare` keeps when a signal stops it: its command leaves a file when
+//! a run of it is under way, and the test signals once that file appears.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -42,8 +46,7 @@ struct Sweep {
 }
 
 impl Sweep {
-    /// Starts [`LONG_ROUND`] with `-o NAME.json` and its own `TMPDIR`, in a process group of its
-    /// own (so that a test can signal it the way a terminal's Ctrl-C does).
+    /// Starts [`LONG_ROUND`] with `-o NAME.json` and its own `TMPDIR` ([`start_cli`]).
     fn start(name: &str) -> Sweep {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("parbench-interruption-tests");
         let tmpdir = dir.join(format!("{name}-tmp"));
@@ -52,33 +55,13 @@ impl Sweep {
         fs::create_dir_all(&tmpdir).expect("scratch directory");
         let output = dir.join(format!("{name}.json"));
         let _ = fs::remove_file(&output);
-        let mut command = Command::new(env!("CARGO_BIN_EXE_parbench-cli"));
-        // SAFETY: between fork and exec only `signal`, which is async-signal-safe, runs. A test
-        // process started in the background (`nohup`, `cmd &` in a script, as CI may run) passes
-        // SIGINT ignored on to its children, and a sweep keeps an ignored signal ignored; a
-        // terminal's foreground job has the default disposition, which is what is tested here.
-        unsafe {
-            command.pre_exec(|| {
-                for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-                    if libc::signal(signal, libc::SIG_DFL) == libc::SIG_ERR {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
-        let process = command
-            .args(LONG_ROUND)
-            .arg("-o")
-            .arg(&output)
-            .env("TMPDIR", &tmpdir)
-            .env_remove("RUST_BACKTRACE")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .expect("parbench-cli runs");
+        let process = start_cli(
+            LONG_ROUND
+                .iter()
+                .map(OsStr::new)
+                .chain([OsStr::new("-o"), output.as_os_str()]),
+            &tmpdir,
+        );
         Sweep {
             process,
             output,
@@ -122,9 +105,7 @@ impl Sweep {
 
     /// Sends `signal` to the sweep alone, or with `group` to its whole process group.
     fn signal(&self, signal: libc::c_int, group: bool) {
-        let target = if group { -self.pid() } else { self.pid() };
-        // SAFETY: kill with our child's pid (or its group) and a valid signal; no memory involved.
-        assert_eq!(unsafe { libc::kill(target, signal) }, 0);
+        send(&self.process, signal, group);
     }
 
     /// Waits for the sweep to end; returns its output and its `-o` report.
@@ -134,6 +115,45 @@ impl Sweep {
         let report = serde_json::from_slice(&text).expect("the -o file is a JSON report");
         (output, report)
     }
+}
+
+/// Starts `parbench-cli ARGS` with stdout and stderr piped and `tmpdir` as its `TMPDIR`, in a
+/// process group of its own (so that a test can signal it the way a terminal's Ctrl-C does).
+fn start_cli<'a>(args: impl IntoIterator<Item = &'a OsStr>, tmpdir: &Path) -> Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_parbench-cli"));
+    // SAFETY: between fork and exec only `signal`, which is async-signal-safe, runs. A test
+    // process started in the background (`nohup`, `cmd &` in a script, as CI may run) passes
+    // SIGINT ignored on to its children, and a sweep keeps an ignored signal ignored; a
+    // terminal's foreground job has the default disposition, which is what is tested here.
+    unsafe {
+        command.pre_exec(|| {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                if libc::signal(signal, libc::SIG_DFL) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    command
+        .args(args)
+        .env("TMPDIR", tmpdir)
+        .env_remove("RUST_BACKTRACE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("parbench-cli runs")
+}
+
+/// Sends `signal` to `process` alone, or with `group` to its whole process group (which
+/// [`start_cli`] made its own).
+fn send(process: &Child, signal: libc::c_int, group: bool) {
+    let pid = libc::pid_t::try_from(process.id()).expect("a pid fits pid_t");
+    let target = if group { -pid } else { pid };
+    // SAFETY: kill with our child's pid (or its group) and a valid signal; no memory involved.
+    assert_eq!(unsafe { libc::kill(target, signal) }, 0);
 }
 
 /// Whether process `pid` still exists as a round of a sweep (a reused pid would not be one).
@@ -229,4 +249,145 @@ fn an_interrupted_sweep_saves_every_finished_cell_and_leaves_no_process_behind()
             "{name}: stdout still gets the table of what was kept"
         );
     }
+}
+
+/// A `corun --compare` started by a test, under `os` only (nothing is pinned), of one command that
+/// finishes at once in its first run and sleeps in every later one until it is stopped; every run
+/// that sleeps first writes its pid to the file [`Corun::wait_until_sleeping`] waits for.
+struct Corun {
+    process: Child,
+    dir: PathBuf,
+}
+
+impl Corun {
+    /// Two runs, the first quick ([`Corun`]); with `quick_first` false every run sleeps. With
+    /// `output`, `-o DIR/compare.json`.
+    fn start(name: &str, quick_first: bool, output: bool) -> Corun {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("parbench-interruption-tests")
+            .join(format!("corun-{name}"));
+        // Leftovers of an earlier run would be mistaken for this one's.
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("scratch directory");
+        if quick_first {
+            fs::write(dir.join("first"), "").expect("the first run's marker");
+        }
+        // The leader execs `sleep`, so the pid it writes is the sleeping process's.
+        let script = format!(
+            "cd '{}' && if [ -e first ]; then rm first; else echo $$ > sleeping.partial && \
+             mv sleeping.partial sleeping && exec sleep 60; fi",
+            dir.display()
+        );
+        let output_path = dir.join("compare.json");
+        let mut args: Vec<&OsStr> = ["corun", "--compare", "--repeat", "2", "--algorithms", "os"]
+            .map(OsStr::new)
+            .to_vec();
+        if output {
+            args.extend([OsStr::new("-o"), output_path.as_os_str()]);
+        }
+        args.extend(["--", "sh", "-c", &script].map(OsStr::new));
+        let process = start_cli(args, &dir);
+        Corun { process, dir }
+    }
+
+    /// The `-o` file.
+    fn output(&self) -> PathBuf {
+        self.dir.join("compare.json")
+    }
+
+    /// Waits until a run's command sleeps; returns the sleeping process's pid.
+    fn wait_until_sleeping(&self) -> libc::pid_t {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(text) = fs::read_to_string(self.dir.join("sleeping")) {
+                return text.trim().parse().expect("a pid");
+            }
+            assert!(Instant::now() < deadline, "no run's command started");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// Whether process `pid` still exists as one of [`Corun`]'s sleeping commands.
+fn is_sleeping_command(pid: libc::pid_t) -> bool {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).starts_with("sleep\0"))
+}
+
+#[test]
+fn an_interrupted_corun_compare_keeps_the_runs_it_finished_and_leaves_no_command_behind() {
+    // Ctrl-C signals the terminal's whole process group (corun's commands each have their own);
+    // `kill` signals corun alone.
+    let cases = [
+        (libc::SIGINT, "SIGINT", true, 130, true),
+        (libc::SIGTERM, "SIGTERM", false, 143, true),
+        (libc::SIGHUP, "SIGHUP", false, 129, false),
+    ];
+    for (signal, name, group, status, to_file) in cases {
+        let corun = Corun::start(&format!("interrupted-{name}"), true, to_file);
+        let sleeping = corun.wait_until_sleeping();
+        send(&corun.process, signal, group);
+        let path = corun.output();
+        let output = corun.process.wait_with_output().expect("corun ends");
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(status), "{name}: {err}");
+        let place = if to_file {
+            format!("in {}", path.display())
+        } else {
+            "on stdout".to_owned()
+        };
+        let kept = format!(
+            "error: interrupted by {name}: 1 of 2 runs kept {place} (the run in progress was \
+             stopped and left out)"
+        );
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors, [kept.as_str()], "{name}: one error line: {err}");
+        assert!(err.starts_with("run 1/2: os, system time"), "{name}: {err}");
+        assert!(
+            !is_sleeping_command(sleeping),
+            "{name}: the stopped run's command {sleeping} is still running"
+        );
+        let out = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            out.lines()
+                .any(|line| line.starts_with("os ") && line.split_whitespace().nth(1) == Some("1")),
+            "{name}: stdout still gets the table of the run kept: {out}"
+        );
+        if to_file {
+            let text = fs::read(&path).expect("the -o file exists");
+            let report: serde_json::Value = serde_json::from_slice(&text).expect("JSON");
+            assert_eq!(report["planned_runs"], 2, "{name}");
+            assert_eq!(report["stopped"], kept["error: ".len()..], "{name}");
+            let runs = report["runs"].as_array().expect("runs");
+            assert_eq!(runs.len(), 1, "{name}: only the finished run");
+            assert!(runs[0]["stopped"].is_null(), "{name}: {}", runs[0]);
+            let times = &report["comparison"]["rows"][0]["system_times_s"];
+            assert_eq!(times.as_array().map(Vec::len), Some(1), "{name}");
+        }
+    }
+}
+
+#[test]
+fn a_corun_compare_interrupted_in_its_first_run_leaves_its_output_file_as_it_was() {
+    let corun = Corun::start("first-run", false, true);
+    let path = corun.output();
+    // corun checks its -o path without changing it and writes it only once a run finished, so
+    // the file may as well appear after the check.
+    fs::write(&path, "earlier results\n").expect("an earlier file");
+    let sleeping = corun.wait_until_sleeping();
+    send(&corun.process, libc::SIGTERM, false);
+    let output = corun.process.wait_with_output().expect("corun ends");
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(143), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "error: interrupted by SIGTERM: no run had finished, nothing was written"
+    );
+    assert!(
+        output.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert_eq!(fs::read_to_string(&path).unwrap(), "earlier results\n");
+    assert!(!is_sleeping_command(sleeping));
 }
