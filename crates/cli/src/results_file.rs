@@ -29,8 +29,9 @@
 //! (and removes the rescue file when it succeeds).
 //!
 //! A directory of several files (`reproduce -o DIR`, `ResultsDirectory`) is checked before
-//! measuring too: made when missing, refused when it is not a directory, and probed with a file
-//! created and removed in it. Its files are regular files, each replaced as above (an entry of
+//! measuring too: refused when it is not a directory, and probed with a file created and removed
+//! in it; a missing one is made for the probe and removed again (a command that stops before
+//! writing leaves no empty directory behind), then made when its files are written. Its files are regular files, each replaced as above (an entry of
 //! another kind under a file's name fails that write). When one cannot be written, every file
 //! goes to a rescue directory `parbench-rescued-PID-DIRNAME` in the temp directory, so that the
 //! report stays whole in one place.
@@ -220,8 +221,10 @@ pub(crate) struct ResultsDirectory {
 }
 
 impl ResultsDirectory {
-    /// Checks that files can be written into `path`, making it (and its parents) when missing:
-    /// an unwritable place fails before measuring instead of losing the results after.
+    /// Checks that files can be written into `path`: an unwritable place fails before measuring
+    /// instead of losing the results after. A missing `path` (and its missing parents) is made
+    /// for the check and removed again, so a command that stops before writing leaves none
+    /// behind; [`ResultsDirectory::finish`] makes it.
     ///
     /// # Errors
     /// [`CliError::Write`] naming `path` when it cannot be made, is not a directory (after
@@ -232,11 +235,13 @@ impl ResultsDirectory {
             source,
         };
         if fs::metadata(path).is_ok_and(|found| !found.is_dir()) {
-            // create_dir_all would say "File exists", which does not say what is wrong.
+            // create_dir would say "File exists", which does not say what is wrong.
             return Err(error(io::Error::from_raw_os_error(libc::ENOTDIR)));
         }
-        fs::create_dir_all(path).map_err(error)?;
-        check_directory(&path.join("parbench-probe")).map_err(error)?;
+        let made = make_missing_directories(path).map_err(error)?;
+        let checked = check_directory(&path.join("parbench-probe"));
+        remove_made_directories(&made);
+        checked.map_err(error)?;
         Ok(ResultsDirectory {
             path: path.to_owned(),
         })
@@ -260,10 +265,16 @@ impl ResultsDirectory {
         what: &'static str,
         files: &[(&str, &[u8])],
     ) -> Result<(), CliError> {
-        let failed = files.iter().find_map(|(name, bytes)| {
-            let path = self.path.join(name);
-            replace(&path, bytes).err().map(|source| (path, source))
-        });
+        // Made only now that there is something to put in it (see `open`).
+        let failed = fs::create_dir_all(&self.path)
+            .err()
+            .map(|source| (self.path.clone(), source))
+            .or_else(|| {
+                files.iter().find_map(|(name, bytes)| {
+                    let path = self.path.join(name);
+                    replace(&path, bytes).err().map(|source| (path, source))
+                })
+            });
         let Some((path, source)) = failed else {
             return Ok(());
         };
@@ -427,6 +438,42 @@ fn create_first_free<T>(
 }
 
 /// Checks that a file can be created beside `target`, leaving nothing behind.
+/// Makes the directories of `path` that are missing, outermost first, and returns the ones it
+/// made (one that appears meanwhile is someone else's and is left out).
+///
+/// # Errors
+/// The OS error of the first that cannot be made; those made before it are removed again.
+fn make_missing_directories(path: &Path) -> io::Result<Vec<PathBuf>> {
+    let missing: Vec<&Path> = path
+        .ancestors()
+        .filter(|ancestor| !ancestor.as_os_str().is_empty())
+        .take_while(|ancestor| fs::symlink_metadata(ancestor).is_err())
+        .collect();
+    let mut made = Vec::new();
+    for directory in missing.into_iter().rev() {
+        match fs::create_dir(directory) {
+            Ok(()) => made.push(directory.to_owned()),
+            Err(taken) if taken.kind() == io::ErrorKind::AlreadyExists && directory.is_dir() => {}
+            Err(error) => {
+                remove_made_directories(&made);
+                return Err(error);
+            }
+        }
+    }
+    Ok(made)
+}
+
+/// Removes the directories [`make_missing_directories`] made, innermost first, as long as they
+/// are empty: one that something was put in since is no longer ours to remove, nor are its
+/// parents.
+fn remove_made_directories(made: &[PathBuf]) {
+    for directory in made.iter().rev() {
+        if fs::remove_dir(directory).is_err() {
+            break;
+        }
+    }
+}
+
 fn check_directory(target: &Path) -> io::Result<()> {
     let (probe, file) = create_beside(target)?;
     drop(file);
@@ -674,12 +721,25 @@ mod tests {
     }
 
     #[test]
-    fn a_results_directory_is_made_when_missing_and_refused_when_a_file() {
-        let dir = Scratch::new("directory-check");
+    fn a_missing_results_directory_is_checked_without_being_left_behind_and_made_when_written() {
+        let dir = Scratch::new("directory-missing");
+        fs::create_dir(dir.join("existing")).unwrap();
+        ResultsDirectory::open(&dir.join("existing")).unwrap();
         let made = dir.join("a/b");
-        ResultsDirectory::open(&made).unwrap();
-        assert!(made.is_dir());
-        assert!(names(&made).is_empty(), "no probe left");
+        let checked = ResultsDirectory::open(&made).unwrap();
+        assert_eq!(
+            names(&dir),
+            ["existing"],
+            "nothing made is left, nothing there removed"
+        );
+        assert!(names(&dir.join("existing")).is_empty(), "no probe left");
+        checked.finish("report", &[("r.json", b"r")]).unwrap();
+        assert_eq!(names(&made), ["r.json"]);
+    }
+
+    #[test]
+    fn a_results_directory_is_refused_when_a_file() {
+        let dir = Scratch::new("directory-check");
         fs::write(dir.join("file"), "kept").unwrap();
         let error = ResultsDirectory::open(&dir.join("file"))
             .unwrap_err()
@@ -696,9 +756,9 @@ mod tests {
     fn a_results_directory_that_fails_a_file_is_rescued_whole() {
         let dir = Scratch::new("directory-rescue");
         let report = dir.join("report");
-        let checked = ResultsDirectory::open(&report).unwrap();
         // Written before the failure, then rescued with the rest all the same.
-        fs::create_dir(report.join("b.svg")).unwrap();
+        fs::create_dir_all(report.join("b.svg")).unwrap();
+        let checked = ResultsDirectory::open(&report).unwrap();
         let error = checked
             .finish(
                 "report",

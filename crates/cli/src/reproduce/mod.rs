@@ -173,8 +173,9 @@ pub struct ReproduceArgs {
     pub runs: Option<usize>,
     /// Directory for report.md, the figures and results.json [default: reproduce-STUDY].
     ///
-    /// DIR is made if missing and checked before measuring (a directory a file can be created
-    /// in); each file is replaced atomically. If one cannot be written after measuring, the
+    /// DIR is checked before measuring (a directory a file can be created in; a missing one is
+    /// made for the check and removed again, then made when the first file is written); each
+    /// file is replaced atomically. If one cannot be written after measuring, the
     /// whole report goes to the directory $TMPDIR/parbench-rescued-PID-DIRNAME, the error says
     /// where, and the exit code is 2.
     /// A study that fails partway writes the cells it measured to DIR/results.json (marked
@@ -449,7 +450,8 @@ mod tests {
     }
 
     /// A study that fails after measuring keeps its cells in `results.json`, marked stopped, and
-    /// its error says how many and where; one that measured nothing writes nothing.
+    /// its error says how many and where; one that measured nothing writes nothing, not even
+    /// the directory.
     #[test]
     fn a_study_that_fails_keeps_the_cells_it_measured() {
         let dir =
@@ -462,7 +464,7 @@ mod tests {
         let output = ResultsDirectory::open(&dir).unwrap();
         let error = keep_measured(output, nothing, "s", failure());
         assert_eq!(error.to_string(), failure().to_string());
-        assert!(!dir.join("results.json").exists());
+        assert!(!dir.exists(), "no empty directory is left behind");
 
         let mut run = StudyRun::new(Scale::Tiny, None, true);
         let cell = Cell::measured(&[("kernel", "k"), ("scheduler", "seq")], vec![1.0, 2.0]);
