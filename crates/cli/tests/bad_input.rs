@@ -4,39 +4,19 @@
 //! before it starts, or runs the smallest possible workload.
 
 mod support;
+#[path = "support/tiny_runs.rs"]
+mod tiny_runs;
 
 use std::fs;
 
 use support::{assert_bad_input, cli_ok, scratch};
+use tiny_runs::{MATMUL, TINY_LATENCY, one_run_sweep, tiny_sweep};
 
 /// `u64::MAX`, the largest number the audit fed to every option.
 const HUGE: &str = "18446744073709551615";
 
-/// A sweep that would finish in milliseconds if it got that far.
-fn tiny_sweep(extra: &[&str]) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "sweep",
-        "--kernels",
-        "matmul",
-        "--n",
-        "16",
-        "--schedulers",
-        "seq",
-        "--threads",
-        "1",
-        "--warmup",
-        "0",
-        "-q",
-    ]
-    .map(String::from)
-    .to_vec();
-    args.extend(extra.iter().map(|s| (*s).to_owned()));
-    args
-}
-
-fn strs(args: &[String]) -> Vec<&str> {
-    args.iter().map(String::as_str).collect()
-}
+/// Loads of a latency test that would finish in milliseconds if it got that far.
+const FEW_REQUESTS: [&str; 6] = ["--qps", "100", "--requests", "3", "--warmup", "1"];
 
 #[test]
 fn numbers_past_their_documented_bound_are_one_line_errors() {
@@ -51,13 +31,14 @@ fn numbers_past_their_documented_bound_are_one_line_errors() {
     for [option, value] in sweep_cases {
         // The sweep's own `--warmup 0` comes first; clap keeps the last of a repeated option only
         // when it is allowed, so give the bad value instead of it.
-        let mut args = tiny_sweep(&[option, value]);
+        let mut args = tiny_sweep(&MATMUL, &[option, value]);
         if option == "--warmup" {
-            args.drain(9..11);
+            let own = args.iter().position(|arg| *arg == "--warmup").unwrap();
+            args.drain(own..own + 2);
         }
-        assert_bad_input(&strs(&args), &[option, "at most"]);
+        assert_bad_input(&args, &[option, "at most"]);
     }
-    let latency = ["latency", "--service", "matmul", "--n", "8"];
+    let latency = TINY_LATENCY;
     let cases: Vec<Vec<&str>> = vec![
         vec![
             "locks",
@@ -117,11 +98,8 @@ fn request_counts_a_scale_factor_asks_for_are_bounded_per_load() {
 
 #[test]
 fn runs_times_rounds_past_the_samples_bound_is_a_one_line_error() {
-    let args = tiny_sweep(&["--runs", "1000000", "--rounds", "11"]);
-    assert_bad_input(
-        &strs(&args),
-        &["--runs 1000000 × --rounds 11", "samples per cell"],
-    );
+    let args = tiny_sweep(&MATMUL, &["--runs", "1000000", "--rounds", "11"]);
+    assert_bad_input(&args, &["--runs 1000000 × --rounds 11", "samples per cell"]);
 }
 
 #[test]
@@ -189,21 +167,7 @@ fn latency_with_every_placement_skipped_is_an_error_not_an_empty_result() {
         eprintln!("SKIPPED: this machine has SMT siblings, so `smt` is measured, not skipped");
         return;
     }
-    let args = [
-        "latency",
-        "--service",
-        "matmul",
-        "--n",
-        "8",
-        "--qps",
-        "100",
-        "--requests",
-        "3",
-        "--warmup",
-        "1",
-        "--placement",
-        "smt",
-    ];
+    let args = [&TINY_LATENCY[..], &FEW_REQUESTS, &["--placement", "smt"]].concat();
     assert_bad_input(
         &args,
         &["no requested placement can run", "no SMT siblings"],
@@ -257,11 +221,8 @@ fn empty_input_paths_are_rejected_instead_of_generating_an_instance() {
         } else {
             "qap"
         };
-        let mut args = tiny_sweep(&["--runs", "1", "--rounds", "1"]);
-        args[2] = kernel.to_owned();
-        args.drain(3..5); // --n
-        args.extend(flags.iter().map(|f| (*f).to_owned()));
-        assert_bad_input(&strs(&args), &["empty path"]);
+        let args = one_run_sweep(&["--kernels", kernel], flags);
+        assert_bad_input(&args, &["empty path"]);
     }
 }
 
@@ -286,10 +247,8 @@ fn a_matrix_file_with_a_non_finite_value_is_rejected_with_its_line() {
     )
     .expect("matrix written");
     let path = path.to_str().expect("UTF-8 path");
-    let mut args = tiny_sweep(&["--runs", "1", "--rounds", "1", "--matrix", path]);
-    args[2] = "spmv-balanced".to_owned();
-    args.drain(3..5);
-    assert_bad_input(&strs(&args), &[":4:", "not a finite number"]);
+    let args = one_run_sweep(&["--kernels", "spmv-balanced"], &["--matrix", path]);
+    assert_bad_input(&args, &[":4:", "not a finite number"]);
 }
 
 #[test]
@@ -320,9 +279,8 @@ fn topology_xml_errors_are_human() {
 /// A finished one-cell sweep report (`kernel=matmul scheduler=seq threads=1`) at a fresh path.
 fn sweep_report(name: &str) -> std::path::PathBuf {
     let path = scratch(name);
-    let mut args = tiny_sweep(&["--runs", "2", "--rounds", "1", "-o"]);
-    args.push(path.to_str().expect("UTF-8 path").to_owned());
-    cli_ok(&strs(&args));
+    let extra = ["--runs", "2", "--rounds", "1", "-o", text_of(&path)];
+    cli_ok(&tiny_sweep(&MATMUL, &extra));
     path
 }
 
@@ -439,23 +397,24 @@ fn sweep_refuses_a_generated_matrix_shape_given_with_a_matrix_file() {
         "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1.0\n",
     )
     .expect("matrix written");
-    let mut args = tiny_sweep(&["--runs", "1", "--rounds", "1", "--matrix", text_of(&path)]);
-    args[2] = "spmv-balanced".to_owned();
-    args.drain(3..5); // --n
+    let args = one_run_sweep(
+        &["--kernels", "spmv-balanced"],
+        &["--matrix", text_of(&path)],
+    );
     // Results a previous sweep left at -o survive the refusal.
     let output = scratch("shape-with-file.json");
     fs::write(&output, "earlier results").expect("file written");
     let mut with_shape = args.clone();
-    with_shape.extend(["--width", "1024", "-o", text_of(&output)].map(String::from));
-    assert_bad_input(&strs(&with_shape), &["`width`", "--matrix", "replaces"]);
+    with_shape.extend(["--width", "1024", "-o", text_of(&output)]);
+    assert_bad_input(&with_shape, &["`width`", "--matrix", "replaces"]);
     assert_eq!(
         fs::read_to_string(&output).expect("file kept"),
         "earlier results"
     );
     let mut with_density = args.clone();
-    with_density.extend(["--param", "density=0.5"].map(String::from));
-    assert_bad_input(&strs(&with_density), &["`density`", "--matrix"]);
-    cli_ok(&strs(&args));
+    with_density.extend(["--param", "density=0.5"]);
+    assert_bad_input(&with_density, &["`density`", "--matrix"]);
+    cli_ok(&args);
 }
 
 /// No such process: every check below happens before a process is looked up.
@@ -619,20 +578,11 @@ fn latency_plot_names_other_than_svg_or_png_are_refused_before_measuring() {
     let figure = scratch("latency-plot.jpg");
     assert_bad_input(
         &[
-            "latency",
-            "--service",
-            "matmul",
-            "--n",
-            "8",
-            "--qps",
-            "100",
-            "--requests",
-            "3",
-            "--warmup",
-            "1",
-            "--plot",
-            text_of(&figure),
-        ],
+            &TINY_LATENCY[..],
+            &FEW_REQUESTS,
+            &["--plot", text_of(&figure)],
+        ]
+        .concat(),
         &["--plot", "latency-plot.jpg", ".svg or .png"],
     );
     assert!(!figure.exists());
@@ -641,28 +591,22 @@ fn latency_plot_names_other_than_svg_or_png_are_refused_before_measuring() {
 #[test]
 fn kernel_parameters_no_selected_kernel_takes_are_refused_naming_the_kernels_that_do() {
     let takers = ["round", "trapezoid", "qap", "floorplan", "nqueens"];
-    let mut backend = tiny_sweep(&["--runs", "1", "--rounds", "1", "--backend", "lse"]);
+    let mut backend = one_run_sweep(&MATMUL, &["--backend", "lse"]);
     let mut needles = vec!["--backend lse: no selected kernel takes parameter `backend`"];
     needles.extend(takers);
-    assert_bad_input(&strs(&backend), &needles);
+    assert_bad_input(&backend, &needles);
     backend.truncate(backend.len() - 2);
-    backend.extend(["--param", "backend=portable"].map(String::from));
+    backend.extend(["--param", "backend=portable"]);
     assert_bad_input(
-        &strs(&backend),
+        &backend,
         &["--param backend=portable: no selected kernel takes parameter `backend`"],
     );
     assert_bad_input(
         &[
-            "latency",
-            "--service",
-            "matmul",
-            "--n",
-            "8",
-            "--qps",
-            "100",
-            "--backend",
-            "portable",
-        ],
+            &TINY_LATENCY[..],
+            &["--qps", "100", "--backend", "portable"],
+        ]
+        .concat(),
         &[
             "--backend portable: kernel matmul takes no parameter `backend`",
             "nqueens",
@@ -679,30 +623,14 @@ fn kernel_parameters_no_selected_kernel_takes_are_refused_naming_the_kernels_tha
         &["--param backend=portable: kernel fp-add takes no parameter `backend`"],
     );
     assert_bad_input(
-        &strs(&tiny_sweep(&["--lock", "tas"])),
+        &tiny_sweep(&MATMUL, &["--lock", "tas"]),
         &["--lock tas", "trapezoid and round do"],
     );
     // round and trapezoid take a backend only for a spin lock (their default lock is std).
-    let round = [
-        "sweep",
-        "--kernels",
-        "round",
-        "--n",
-        "2",
-        "--param",
-        "meals=10",
-        "--schedulers",
-        "seq",
-        "--threads",
-        "1",
-        "--runs",
-        "1",
-        "--rounds",
-        "1",
-        "--warmup",
-        "0",
-        "-q",
-    ];
+    let round = one_run_sweep(
+        &["--kernels", "round", "--n", "2", "--param", "meals=10"],
+        &[],
+    );
     assert_bad_input(
         &[&round[..], &["--backend", "portable"]].concat(),
         &[

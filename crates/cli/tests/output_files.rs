@@ -8,6 +8,8 @@
 //! Measurements are tiny; nothing here looks at a timing.
 
 mod support;
+#[path = "support/tiny_runs.rs"]
+mod tiny_runs;
 
 use std::ffi::CString;
 use std::fs::{self, File, OpenOptions};
@@ -20,45 +22,18 @@ use std::process::{Child, Command, Output, Stdio};
 
 use parbench_cli::results::Report;
 use support::{assert_bad_input, cli, cli_ok, scratch, text};
+use tiny_runs::{MATMUL, TINY_LATENCY, one_run_sweep};
 
-/// A one-cell sweep small enough for a debug build.
-const SWEEP: [&str; 17] = [
-    "sweep",
-    "--kernels",
-    "matmul",
-    "--n",
-    "16",
-    "--schedulers",
-    "seq",
-    "--threads",
-    "1",
-    "--runs",
-    "1",
-    "--rounds",
-    "1",
-    "--warmup",
-    "0",
-    "-q",
-    "--seed=1",
-];
+/// A one-cell sweep small enough for a debug build, then `extra`.
+fn sweep<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    with(&one_run_sweep(&MATMUL, &["--seed=1"]), extra)
+}
 
 /// A latency curve of two tiny loads on one worker.
-const LATENCY: [&str; 14] = [
-    "latency",
-    "--service",
-    "matmul",
-    "--n",
-    "8",
-    "--qps",
-    "400,200",
-    "--requests",
-    "20",
-    "--warmup",
-    "2",
-    "--placement",
-    "single",
-    "-q",
-];
+fn latency() -> Vec<&'static str> {
+    let loads = ["--qps", "400,200", "--requests", "20", "--warmup", "2"];
+    [&TINY_LATENCY[..], &loads, &["--placement", "single", "-q"]].concat()
+}
 
 /// One lock benchmark cell set at one thread.
 const LOCKS: [&str; 10] = [
@@ -181,12 +156,33 @@ fn char_device(path: &Path, major: u32, minor: u32) -> bool {
     made == 0
 }
 
-/// Devices like /dev/null and /dev/full in `dir`, or `None` after printing why the test is
-/// skipped.
-fn null_and_full(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+/// Whether `path` is (still) a character device.
+fn is_char_device(path: &Path) -> bool {
+    fs::metadata(path)
+        .expect("the device is still there")
+        .file_type()
+        .is_char_device()
+}
+
+/// Asserts that `args`, whose output is the device `null` (like /dev/null), succeed, rescue files
+/// going to `tmpdir`, and that `null` is still a device.
+fn assert_written_through(args: &[&str], null: &Path, tmpdir: &Path) {
+    let output = run(args, tmpdir);
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        text(&output.stderr)
+    );
+    assert!(is_char_device(null), "{args:?}: null is still a device");
+}
+
+/// A fresh directory `name` ([`fresh_dir`]) with devices like /dev/null and /dev/full in it, or
+/// `None` after printing why the test is skipped.
+fn fresh_dir_with_null_and_full(name: &str) -> Option<(PathBuf, PathBuf, PathBuf)> {
+    let dir = fresh_dir(name);
     let (null, full) = (dir.join("null"), dir.join("full"));
     if char_device(&null, 1, 3) && char_device(&full, 1, 7) {
-        Some((null, full))
+        Some((dir, null, full))
     } else {
         eprintln!("SKIPPED: this process may not make device nodes (mknod needs root)");
         None
@@ -253,22 +249,6 @@ fn fifo_writer(path: &Path, child: &mut Child) -> File {
     }
 }
 
-/// A one-round sweep at one thread on `seq` of the kernel `kernel_args` select, to `output`.
-fn sweep_args<'a>(output: &'a str, kernel_args: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "sweep",
-        "--schedulers",
-        "seq",
-        "--threads",
-        "1",
-        "--runs",
-        "1",
-    ];
-    args.extend(["--rounds", "1", "--warmup", "0", "-q", "-o", output]);
-    args.extend(kernel_args);
-    args
-}
-
 #[test]
 fn bad_input_leaves_an_earlier_results_file_as_it_was() {
     let dir = fresh_dir("bad-input");
@@ -278,26 +258,26 @@ fn bad_input_leaves_an_earlier_results_file_as_it_was() {
     let garbage = dir.join("garbage.mtx");
     fs::write(&garbage, "not a matrix\n").unwrap();
     let keep_arg = path_arg(&keep);
-    let mut latency_n0 = LATENCY.to_vec();
+    let mut latency_n0 = latency();
     latency_n0[4] = "0";
     latency_n0.extend(["-o", keep_arg]);
     let cases: Vec<(Vec<&str>, &str)> = vec![
         // Found only when the round's process prepares the kernel.
         (
-            sweep_args(keep_arg, &["--kernels", "matmul", "--n", "0"]),
+            one_run_sweep(&["--kernels", "matmul", "--n", "0"], &["-o", keep_arg]),
             "`n`",
         ),
         (
-            sweep_args(
-                keep_arg,
+            one_run_sweep(
                 &["--kernels", "qap", "--input", "/nonexistent/qap.dat"],
+                &["-o", keep_arg],
             ),
             "qap.dat",
         ),
         (
-            sweep_args(
-                keep_arg,
+            one_run_sweep(
                 &["--kernels", "spmv-balanced", "--matrix", path_arg(&garbage)],
+                &["-o", keep_arg],
             ),
             "garbage.mtx",
         ),
@@ -314,7 +294,7 @@ fn bad_input_leaves_an_earlier_results_file_as_it_was() {
         eprintln!("SKIPPED: this machine has SMT siblings, so `--placement smt` can run");
         return;
     }
-    let mut only_smt = LATENCY.to_vec();
+    let mut only_smt = latency();
     only_smt[12] = "smt";
     only_smt.extend(["-o", keep_arg]);
     let output = run(&only_smt, &dir);
@@ -328,7 +308,7 @@ fn a_symlinked_output_writes_its_target_and_stays_a_link() {
     fs::write(dir.join("target.json"), "old").unwrap();
     std::os::unix::fs::symlink("target.json", dir.join("link.json")).unwrap();
     let link = dir.join("link.json");
-    cli_ok(&with(&SWEEP, &["-o", path_arg(&link)]));
+    cli_ok(&sweep(&["-o", path_arg(&link)]));
     assert!(
         fs::symlink_metadata(&link)
             .unwrap()
@@ -341,25 +321,15 @@ fn a_symlinked_output_writes_its_target_and_stays_a_link() {
 
 #[test]
 fn a_device_output_is_written_through_and_stays_a_device() {
-    let dir = fresh_dir("devices");
-    let Some((null, full)) = null_and_full(&dir) else {
+    let Some((dir, null, full)) = fresh_dir_with_null_and_full("devices") else {
         return;
     };
-    let is_device = |path: &Path| fs::metadata(path).unwrap().file_type().is_char_device();
-    for base in [&SWEEP[..], &LATENCY[..], &LOCKS[..]] {
-        let output = run(
-            &with(base, &["-o", path_arg(&null), "--format", "json"]),
-            &dir,
-        );
-        assert!(
-            output.status.success(),
-            "{base:?}: {}",
-            text(&output.stderr)
-        );
-        assert!(is_device(&null), "{base:?}: null is still a device");
+    for base in [sweep(&[]), latency(), LOCKS.to_vec()] {
+        let to_null = with(&base, &["-o", path_arg(&null), "--format", "json"]);
+        assert_written_through(&to_null, &null, &dir);
         // The device's own error, and the results saved all the same.
         let output = run(
-            &with(base, &["-o", path_arg(&full), "--format", "json"]),
+            &with(&base, &["-o", path_arg(&full), "--format", "json"]),
             &dir,
         );
         // `locks` always names its backends first; the error is the last line.
@@ -372,7 +342,7 @@ fn a_device_output_is_written_through_and_stays_a_device() {
         );
         let rescued = rescued_in(&dir, &line, "results");
         assert!(!read_report(&rescued).cells.is_empty(), "{base:?}");
-        assert!(is_device(&full), "{base:?}: full is still a device");
+        assert!(is_char_device(&full), "{base:?}: full is still a device");
         fs::remove_file(rescued).unwrap();
     }
     assert_eq!(names(&dir), ["full", "null"], "nothing else left behind");
@@ -391,7 +361,7 @@ fn a_fifo_output_feeds_its_reader_the_final_results() {
         let fifo = fifo.clone();
         std::thread::spawn(move || fs::read(fifo).expect("FIFO read"))
     };
-    let output = run(&with(&SWEEP, &["-o", path_arg(&fifo)]), &dir);
+    let output = run(&sweep(&["-o", path_arg(&fifo)]), &dir);
     // Opening for writing without blocking succeeds only while the reader still waits (and then
     // ends it); once the reader is done, it fails, which changes nothing.
     let _ = OpenOptions::new()
@@ -411,7 +381,7 @@ fn a_directory_or_socket_output_is_refused_before_measuring() {
     let dir = fresh_dir("refused");
     fs::create_dir(dir.join("d.json")).unwrap();
     assert_bad_input(
-        &with(&SWEEP, &["-o", path_arg(&dir.join("d.json"))]),
+        &sweep(&["-o", path_arg(&dir.join("d.json"))]),
         &["d.json", "Is a directory"],
     );
     let _listener = UnixListener::bind(dir.join("s.json")).unwrap();
@@ -424,7 +394,7 @@ fn a_directory_or_socket_output_is_refused_before_measuring() {
     let (results, figure) = (dir.join("l.json"), dir.join("plot.svg"));
     fs::create_dir(&figure).unwrap();
     let args = ["-o", path_arg(&results), "--plot", path_arg(&figure)];
-    let output = cli(&with(&LATENCY, &args));
+    let output = cli(&with(&latency(), &args));
     assert_one_error_line(&output, &["plot.svg", "Is a directory"]);
     assert!(
         output.stdout.is_empty() && !results.exists(),
@@ -501,7 +471,7 @@ fn latency_results_and_figure_survive_their_directory_removed_while_measuring() 
     let matrix = dir.join("m.mtx");
     mkfifo(&matrix);
     let (results, figure) = (gone.join("l.json"), gone.join("l.svg"));
-    let mut args = LATENCY.to_vec();
+    let mut args = latency();
     args[2] = "spmv-balanced";
     args[3] = "--matrix";
     args[4] = path_arg(&matrix);
@@ -597,7 +567,7 @@ fn unwritable_outputs(dir: &Path, name: &str) -> Vec<(PathBuf, &'static str)> {
 
 /// A sweep report for `plot` to draw, at `path`.
 fn sweep_report_at(path: &Path) {
-    cli_ok(&with(&SWEEP, &["-o", path_arg(path)]));
+    cli_ok(&sweep(&["-o", path_arg(path)]));
 }
 
 #[test]
@@ -707,13 +677,11 @@ fn plot_figure_survives_its_directory_removed_while_reading_the_results() {
 
 #[test]
 fn plot_and_profile_write_a_device_through_and_rescue_what_it_refuses() {
-    let dir = fresh_dir("devices-plot-profile");
-    let Some((null, full)) = null_and_full(&dir) else {
+    let Some((dir, null, full)) = fresh_dir_with_null_and_full("devices-plot-profile") else {
         return;
     };
     let report = dir.join("sweep.json");
     sweep_report_at(&report);
-    let is_device = |path: &Path| fs::metadata(path).unwrap().file_type().is_char_device();
     let plot = |output: &Path, format: &'static str| -> Vec<String> {
         let args = [
             "plot",
@@ -746,13 +714,7 @@ fn plot_and_profile_write_a_device_through_and_rescue_what_it_refuses() {
     ];
     for (to_null, to_full, what, magic) in cases {
         let to_null: Vec<&str> = to_null.iter().map(String::as_str).collect();
-        let output = run(&to_null, &dir);
-        assert!(
-            output.status.success(),
-            "{to_null:?}: {}",
-            text(&output.stderr)
-        );
-        assert!(is_device(&null), "{to_null:?}: null is still a device");
+        assert_written_through(&to_null, &null, &dir);
         let to_full: Vec<&str> = to_full.iter().map(String::as_str).collect();
         let output = run(&to_full, &dir);
         let line = assert_one_error_line(&output, &["full", "No space left on device"]);
@@ -761,7 +723,7 @@ fn plot_and_profile_write_a_device_through_and_rescue_what_it_refuses() {
             fs::read(&rescued).unwrap().starts_with(magic),
             "{to_full:?}"
         );
-        assert!(is_device(&full), "{to_full:?}: full is still a device");
+        assert!(is_char_device(&full), "{to_full:?}: full is still a device");
         fs::remove_file(rescued).unwrap();
     }
     assert_eq!(
