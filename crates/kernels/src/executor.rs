@@ -84,9 +84,10 @@ pub trait Executor: Send + Sync {
     ///   an outermost call of at most 8 tasks per thread runs by lazy claims in index order
     ///   ([`parbench_scheduler::NestedCalls::Lazy`]: the tasks are claimed from a shared cursor,
     ///   and another thread joins through a stealable claim offer made only when the running
-    ///   thread's deque is empty), and a nested call (from inside a task) by lazy binary
-    ///   splitting ([`parbench_scheduler::NestedCalls::LazyHalves`]: the upper half of what is
-    ///   left becomes a stealable task only when the running thread's deque is empty);
+    ///   thread's deque is empty), and a nested call (from inside a task) inline while the running
+    ///   thread's deque holds a task, then by lazy binary splitting
+    ///   ([`parbench_scheduler::NestedCalls::LazyInline`]: once the deque is empty, the upper half
+    ///   of what is left becomes a stealable task, again only when the deque is empty);
     /// * `rayon`: `(0..n).into_par_iter().try_for_each` inside the pool (rayon's adaptive splitting);
     /// * `spawn`: one OS thread per task, joined by the caller (`std::async(launch::async)`);
     /// * `seq`: a plain loop.

@@ -21,8 +21,9 @@
 //! unbalanced one the balancing tasks are stolen. Because everything runs as tasks on one pool,
 //! calls compose: a loop inside a loop body runs on the same threads. Such
 //! a *nested* call, and an outermost call of at most a few iterations per thread, skips the tree
-//! and makes a stealable task only when the running thread's deque is empty: a nested call by lazy
-//! binary splitting (the upper half of what is left becomes the task), a small outermost one by
+//! and makes a stealable task only when the running thread's deque is empty: a nested call runs
+//! inline while the deque holds a task and then by lazy binary splitting (the upper half of what
+//! is left becomes the task), a small outermost one by
 //! claims in index order from a shared cursor, which a thread joins by stealing a *claim offer*
 //! ([`NestedCalls`], [`TreeConfig::small_per_thread`], `strategy/lazy.rs`). A pool of one thread
 //! runs every call inline.
@@ -43,7 +44,9 @@
 //! an iteration that waits for the very iteration beneath it on the same stack — one of an
 //! enclosing call, or a share queued for a busy worker and taken back — and then neither ever
 //! finishes. A lazy call's P − 1 first offers let P of its iterations run at once only while P
-//! threads are free to take them. Iterations that must meet should run on threads of their own
+//! threads are free to take them, and a call nested in a body or task of the tree strategy runs
+//! its iterations one after another on its thread while that thread has other work queued (see
+//! [`NestedCalls::LazyInline`]). Iterations that must meet should run on threads of their own
 //! (`std::thread::scope`) or wait with a time limit, as the `round` kernel's barrier does.
 //!
 //! # Panics

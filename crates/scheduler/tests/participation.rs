@@ -54,23 +54,23 @@ fn all_workers_take_part_when_called_from_inside_the_pool() {
     let pool_ref = &pool;
     std::thread::scope(|s| {
         s.spawn(move || {
-            pool_ref.join(
-                || {
-                    let started = AtomicUsize::new(0);
-                    let workers = Mutex::new(HashSet::new());
-                    pool_ref.parallel_for(0..threads, |_| {
-                        workers
-                            .lock()
-                            .unwrap()
-                            .insert(pool_ref.current_thread_index());
-                        // Relaxed: an arrival for `rendezvous`; the set is behind its mutex.
-                        started.fetch_add(1, Ordering::Relaxed);
-                        rendezvous(&started, threads, "from inside the pool");
-                    });
-                    tx.send(workers.into_inner().unwrap()).unwrap();
-                },
-                || (),
-            );
+            // Inside the pool with nothing queued on this thread: the nested call hands its work
+            // out at once (a nested call of the default tree runs inline only while the thread's
+            // deque holds a task; see `nested_calls_run_inline_while_the_deque_holds_a_task`).
+            pool_ref.install(|| {
+                let started = AtomicUsize::new(0);
+                let workers = Mutex::new(HashSet::new());
+                pool_ref.parallel_for(0..threads, |_| {
+                    workers
+                        .lock()
+                        .unwrap()
+                        .insert(pool_ref.current_thread_index());
+                    // Relaxed: an arrival for `rendezvous`; the set is behind its mutex.
+                    started.fetch_add(1, Ordering::Relaxed);
+                    rendezvous(&started, threads, "from inside the pool");
+                });
+                tx.send(workers.into_inner().unwrap()).unwrap();
+            });
         });
     });
     let seen = rx.recv().unwrap();
@@ -255,13 +255,14 @@ fn queued(pool: &parbench_scheduler::ThreadPool) -> (usize, usize) {
     )
 }
 
-/// A nested call under the default tree halves lazily: its upper half 32..64 is the one task it
-/// makes while the caller's deque holds it, and the caller takes it back after the lower half.
-/// The index-order ablation makes P − 1 claim offers and then offers lazily: while the caller's
-/// deque holds a task no further task is made, and the unused offer stays there until the call
-/// ends. The eager ablation makes one task per piece of `⌈n / (4·P)⌉`.
+/// A nested call under the default tree (`LazyInline`) runs inline while the caller's deque
+/// holds a task: inside a `join` (whose second closure is queued) it queues nothing of its own.
+/// Under the halving ablation the same call queues its upper half 32..64, taken back after the
+/// lower half. The index-order ablation makes P − 1 claim offers and then offers lazily: while
+/// the caller's deque holds a task no further task is made, and the unused offer stays there
+/// until the call ends. The eager ablation makes one task per piece of `⌈n / (4·P)⌉`.
 #[test]
-fn nested_calls_split_lazily_under_the_default_tree() {
+fn nested_calls_run_inline_while_the_deque_holds_a_task() {
     use parbench_scheduler::{NestedCalls, TreeConfig};
     let pool = pool(2);
     let _busy = BusyWorkers::hold(&pool);
@@ -283,17 +284,42 @@ fn nested_calls_split_lazily_under_the_default_tree() {
         );
         at.into_inner().unwrap()
     };
-    assert_eq!(TreeConfig::default().nested, NestedCalls::LazyHalves);
+    assert_eq!(TreeConfig::default().nested, NestedCalls::LazyInline);
+    // Inline: only the join's second closure is queued, throughout.
+    let inline = vec![(0, 1), (31, 1), (40, 1)];
+    assert_eq!(seen(NestedCalls::LazyInline), inline);
+    assert_eq!(seen(TreeConfig::default().nested), inline);
     // Halving: the join's second closure and the upper half 32..64, taken back after the lower
     // half.
-    let halves = vec![(0, 2), (31, 2), (40, 1)];
-    assert_eq!(seen(NestedCalls::LazyHalves), halves);
-    assert_eq!(seen(TreeConfig::default().nested), halves);
+    assert_eq!(
+        seen(NestedCalls::LazyHalves),
+        vec![(0, 2), (31, 2), (40, 1)]
+    );
     // Index order: the call adds one claim offer, popped back (unused) only when the call waits
     // for its end (no further offer: the deque still held the join's).
     assert_eq!(seen(NestedCalls::Lazy), vec![(0, 2), (31, 2), (40, 2)]);
     // Halving down to 64 / 8 = 8 iterations: 32..64, 16..32, 8..16 queued at iteration 0.
     assert_eq!(seen(NestedCalls::Split)[0], (0, 4));
+}
+
+/// A nested call under the default tree whose thread has nothing queued hands out what is left
+/// as the halving rule does: its upper half 32..64 is queued while the lower half runs; taken
+/// back after it, it finds the deque empty and queues its own upper half 48..64.
+#[test]
+fn a_nested_call_with_an_empty_deque_halves_lazily() {
+    let pool = pool(2);
+    let _busy = BusyWorkers::hold(&pool);
+    let at = Mutex::new(Vec::new());
+    // `install` from outside runs its closure on this thread, inside the pool (the call is
+    // nested) and with an empty deque.
+    pool.install(|| {
+        pool.parallel_for(0..64, |i| {
+            if i == 0 || i == 31 || i == 40 {
+                at.lock().unwrap().push((i, queued(&pool).0));
+            }
+        });
+    });
+    assert_eq!(at.into_inner().unwrap(), vec![(0, 1), (31, 1), (40, 1)]);
 }
 
 /// The first iteration run by a thread other than the caller, while the caller runs iteration 0
@@ -332,6 +358,7 @@ fn first_joined(nested_setting: parbench_scheduler::NestedCalls, nested: bool) -
 fn a_thread_joining_a_small_outermost_call_takes_the_next_iteration_in_index_order() {
     use parbench_scheduler::NestedCalls;
     for setting in [
+        NestedCalls::LazyInline,
         NestedCalls::Lazy,
         NestedCalls::LazyHalves,
         NestedCalls::Split,
@@ -341,10 +368,12 @@ fn a_thread_joining_a_small_outermost_call_takes_the_next_iteration_in_index_ord
     }
 }
 
-/// A thread joining a nested call: under the default (halves) it takes the upper half, whose
-/// first iteration is ⌈8 / 2⌉ = 4; under the index-order ablation it claims the next one, 1.
+/// A thread joining a nested call: under halving (what the default does once the caller's deque
+/// is empty) it takes the upper half, whose first iteration is ⌈8 / 2⌉ = 4; under the
+/// index-order ablation it claims the next one, 1. (The default itself runs this call inline,
+/// since the join's second closure is queued: iteration 0 would wait for ever.)
 #[test]
-fn a_thread_joining_a_nested_call_takes_the_upper_half_by_default() {
+fn a_thread_joining_a_nested_call_takes_the_upper_half_under_halving() {
     use parbench_scheduler::NestedCalls;
     assert_eq!(first_joined(NestedCalls::LazyHalves, true), Some(4));
     assert_eq!(first_joined(NestedCalls::Lazy, true), Some(1));

@@ -5,8 +5,9 @@
 //! a stealable task only when an idle thread could use one. Two rules do that; they differ in
 //! what the idle thread gets.
 //!
-//! * **Halves** ([`NestedCalls::LazyHalves`](crate::NestedCalls), the default for nested calls;
-//!   [`run_halves`]). The range is first halved into P pieces, the upper ones stealable; each
+//! * **Halves** ([`NestedCalls::LazyHalves`](crate::NestedCalls); [`run_halves`]). The default
+//!   for nested calls, [`NestedCalls::LazyInline`](crate::NestedCalls), runs a call inline while
+//!   its thread's deque holds a task and hands what is left to this rule once it is empty. The range is first halved into P pieces, the upper ones stealable; each
 //!   piece runs from its low end in batches that double from one iteration up to `⌈n / (4·P)⌉`,
 //!   and before each batch, if its thread's deque is empty, the upper half of what is left
 //!   becomes a stealable task. A thief thus takes a part of the call for itself, and the two
@@ -215,7 +216,8 @@ fn claim_in_order<'a>(
     });
 }
 
-/// [`NestedCalls::LazyHalves`](crate::NestedCalls), the default for nested calls: runs `range` — first split into
+/// [`NestedCalls::LazyHalves`](crate::NestedCalls), and what a `LazyInline` call has left once its
+/// thread's deque is empty: runs `range` — first split into
 /// `threads` stealable pieces, each of which then runs with lazy binary splitting (the upper half
 /// of what is left becomes a stealable task when the deque is empty) — and releases the caller's
 /// count of `root`.

@@ -28,7 +28,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::job::{HeapJob, JobRef};
 use crate::latch::{CountNode, Latch};
-use crate::registry::{Registry, Slot, WorkerCtx};
+use crate::registry::{Registry, Slot, WorkerCtx, with_current_ctx};
 use crate::unwind::{AbortOnDrop, abort_on_unwind};
 
 pub use tree::{Handoff, tree_handoffs};
@@ -131,7 +131,7 @@ pub struct TreeConfig {
     /// work and how small a thief's chunks may get.
     pub grain: Grain,
     /// How a call made from inside the pool (a loop body, a task) is run (default
-    /// [`NestedCalls::LazyHalves`]).
+    /// [`NestedCalls::LazyInline`]).
     pub nested: NestedCalls,
     /// An outermost call of at most this many iterations per thread (`n ≤ small_per_thread · P`)
     /// is run by lazy claims in index order, as [`NestedCalls::Lazy`] runs a nested call, whatever
@@ -150,7 +150,7 @@ impl Default for TreeConfig {
             arity: 2,
             timespan: TreeTimespan::Pool,
             grain: Grain::Adaptive,
-            nested: NestedCalls::LazyHalves,
+            nested: NestedCalls::LazyInline,
             small_per_thread: 8,
         }
     }
@@ -170,8 +170,8 @@ impl Default for TreeConfig {
 /// the other thread per call), and that overhead left tree behind static. Lazy splitting makes a
 /// task only when this thread's deque offers a thief nothing.
 ///
-/// What a thief gets is the choice between the two lazy rules. Handing it the upper half of what
-/// is left ([`NestedCalls::LazyHalves`], the default) keeps the threads apart: each then works on
+/// What a thief gets is the choice between the lazy rules. Handing it the upper half of what
+/// is left ([`NestedCalls::LazyHalves`]) keeps the threads apart: each then works on
 /// its own part of the call and takes a new task only when its deque is empty again. Letting it
 /// claim the next iterations in index order ([`NestedCalls::Lazy`]) keeps a branch and bound close
 /// to the sequential search order, but two threads in one call then claim from the same cursor
@@ -183,6 +183,14 @@ impl Default for TreeConfig {
 /// 1.075, 1.001 and 0.978 on floorplan, nqueens and qap; halves everywhere 0.961, 1.002 and
 /// 1.043; halves in nested calls with index order in the outermost one 0.954, 0.995 and 0.951
 /// (the measurements are in the repository's docs/tree-measurements.md).
+///
+/// Halves still made a task and a call's bookkeeping (its state, a completion count, a latch
+/// to wait for) for every nested call, even one whose thread had work on its deque for a thief
+/// already. The default, [`NestedCalls::LazyInline`], runs such a call inline and halves only
+/// what is left once the deque is empty. On nqueens (447 calls of about four tasks per run) that
+/// took tree from about 98 to 89 µs at 2 threads; tree / fastest other went from 0.953 to 0.883
+/// on nqueens and from 0.947 to 0.932 on qap, every other kernel within the noise (12 alternating
+/// default sweeps per rule, one binary; docs/tree-measurements.md, 28 Nov 2026).
 ///
 /// ```
 /// use parbench_scheduler::{NestedCalls, Strategy, TreeConfig};
@@ -205,12 +213,23 @@ pub enum NestedCalls {
     /// an idle thread joins within one claim and takes the next iterations in index order — the
     /// subtrees a sequential search would visit next.
     Lazy,
-    /// Lazy binary splitting (the default for nested calls): the range is first halved into P
+    /// Inline while this thread is busy (the default for nested calls): the call runs on the
+    /// calling thread, like a sequential loop, for as long as the thread's deque holds a task —
+    /// an idle thread has something to steal from this thread already, an enclosing call's
+    /// work, larger than any part of this call. The deque is checked before each batch (batches
+    /// double from one iteration up to `⌈n / (4·P)⌉`); once it is found empty with two or more
+    /// iterations left, the rest becomes a call of its own, run as [`NestedCalls::LazyHalves`]
+    /// runs one. A nested call on a busy pool thus costs about what a loop costs, as every call
+    /// of a one-thread pool does. Its iterations then run one after another: like rayon, the
+    /// pool does not promise that two iterations of a call run at the same time (see the crate
+    /// docs).
+    #[default]
+    LazyInline,
+    /// Lazy binary splitting (an ablation; the default until 28 Nov 2026): the range is first halved into P
     /// stealable pieces, then each piece runs from its low end and hands out the upper half of
     /// what is left as a stealable task only when its thread's deque is empty, checked before each
     /// batch of iterations (batches double from one iteration up to `⌈n / (4·P)⌉`). A thief takes
     /// the largest unstarted piece — the upper end of a call.
-    #[default]
     LazyHalves,
     /// Eager splitting (an ablation): recursive halving into stealable tasks down to
     /// `⌈n / (4·P)⌉` iterations (n iterations, P threads); no hand-off, no timespan.
@@ -602,6 +621,15 @@ fn run_loop_entered(registry: &Registry, strategy: &Strategy, range: Range<usize
     }
     // Decided before entering: inside this pool already means called from a body or a task.
     let nested = registry.current_context_is_this();
+    let mut range = range;
+    if nested
+        && matches!(strategy, Strategy::Tree(config) if config.nested == NestedCalls::LazyInline)
+    {
+        match run_inline_while_busy(range, body, registry.num_threads()) {
+            Some(rest) => range = rest,
+            None => return,
+        }
+    }
     let panic = registry.in_context(|ctx| {
         let call = LoopCall::new(ctx, body);
         let latch = Latch::new();
@@ -621,7 +649,13 @@ fn run_loop_entered(registry: &Registry, strategy: &Strategy, range: Range<usize
                 simple::run(ctx, &call, root_ref, range, grain);
                 false
             }
-            Strategy::Tree(config) if nested && config.nested == NestedCalls::LazyHalves => {
+            Strategy::Tree(config)
+                if nested
+                    && matches!(
+                        config.nested,
+                        NestedCalls::LazyHalves | NestedCalls::LazyInline
+                    ) =>
+            {
                 lazy::run_halves(ctx, &call, root_ref, range, call.slots);
                 false
             }
@@ -663,6 +697,34 @@ fn run_loop_entered(registry: &Registry, strategy: &Strategy, range: Range<usize
     if let Some(payload) = panic {
         panic::resume_unwind(payload);
     }
+}
+
+/// [`NestedCalls::LazyInline`]: runs `range` on the calling thread, which is inside the pool, while
+/// its deque holds a task; returns what is left once the deque is found empty before a batch with
+/// two or more iterations left (`None` when all ran). Batches double from one iteration up to
+/// `⌈n / (4·P)⌉`, as [`NestedCalls::LazyHalves`] runs its pieces: a body over chunks gets chunks
+/// of some length, and the deque is checked a few times per call. A panic of the body unwinds
+/// from here as from a sequential loop: nothing of the call was shared yet.
+fn run_inline_while_busy(
+    range: Range<usize>,
+    body: Body<'_>,
+    threads: usize,
+) -> Option<Range<usize>> {
+    let max_batch = range.len().div_ceil(4 * threads.max(1)).max(1);
+    with_current_ctx(|ctx| {
+        let mut next = range.start;
+        let mut batch = 1usize;
+        while next < range.end {
+            if range.end - next >= 2 && ctx.deque_is_empty() {
+                return Some(next..range.end);
+            }
+            let end = range.end.min(next.saturating_add(batch));
+            body.run_all(next..end);
+            next = end;
+            batch = batch.saturating_mul(2).min(max_batch);
+        }
+        None
+    })
 }
 
 /// Repeatedly claims pieces from `call.cursor` (offsets into `range`) and runs them with `run`

@@ -53,7 +53,8 @@
 //!    1.009, with every other kernel level.
 //!
 //! This is how an *outermost* call of more than `small_per_thread · P` iterations runs. A call
-//! made from inside the pool (a loop body, a task) runs by lazy binary splitting instead, and a
+//! made from inside the pool (a loop body, a task) runs inline while its thread's deque holds a
+//! task and by lazy binary splitting once it is empty instead, and a
 //! smaller outermost one by lazy claims in index order (`lazy.rs`;
 //! [`NestedCalls`](crate::NestedCalls)), unless the config asks for the tree there too. A pool of
 //! one thread runs every call inline.
