@@ -271,6 +271,10 @@ pub enum ExecutorKind {
     TreeNoTimespan,
     /// parbench-scheduler tree with a fixed grain instead of adaptive splitting.
     TreeFixedGrain,
+    /// parbench-scheduler tree whose nested calls halve lazily from the start
+    /// ([`parbench_scheduler::NestedCalls::LazyHalves`], the default until 28 Nov 2026) instead
+    /// of running inline while the thread's deque holds a task: the ablation of that rule.
+    TreeNestedHalves,
     /// parbench-scheduler, one equal block per thread (OpenMP `static`).
     Static,
     /// parbench-scheduler, chunks taken from a shared counter (OpenMP `dynamic`).
@@ -289,10 +293,11 @@ pub enum ExecutorKind {
 
 impl ExecutorKind {
     /// Every executor, in display order.
-    pub const ALL: [ExecutorKind; 10] = [
+    pub const ALL: [ExecutorKind; 11] = [
         ExecutorKind::Tree,
         ExecutorKind::TreeNoTimespan,
         ExecutorKind::TreeFixedGrain,
+        ExecutorKind::TreeNestedHalves,
         ExecutorKind::Static,
         ExecutorKind::Dynamic,
         ExecutorKind::Guided,
@@ -308,6 +313,7 @@ impl ExecutorKind {
             ExecutorKind::Tree => "tree",
             ExecutorKind::TreeNoTimespan => "tree-no-timespan",
             ExecutorKind::TreeFixedGrain => "tree-fixed-grain",
+            ExecutorKind::TreeNestedHalves => "tree-nested-halves",
             ExecutorKind::Static => "static",
             ExecutorKind::Dynamic => "dynamic",
             ExecutorKind::Guided => "guided",

@@ -1,7 +1,7 @@
-//! The parbench-scheduler executors: `tree`, `tree-no-timespan`, `tree-fixed-grain`, `static`,
-//! `dynamic`, `guided`, `simple`.
+//! The parbench-scheduler executors: `tree`, `tree-no-timespan`, `tree-fixed-grain`,
+//! `tree-nested-halves`, `static`, `dynamic`, `guided`, `simple`.
 //!
-//! All seven are one pool type with a different [`Strategy`] for their loops; each executor owns
+//! All eight are one pool type with a different [`Strategy`] for their loops; each executor owns
 //! its own pool (built with [`ThreadPoolBuilder`]), so cells of a sweep do not share threads.
 //! The baselines use the defaults of the runtimes they stand for: OpenMP `dynamic` and `guided`
 //! with chunk 1, TBB `simple_partitioner` with grain 1, and the fixed-grain tree ablation with
@@ -13,7 +13,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use parbench_scheduler::{
-    BuildError, Pinning, Strategy, ThreadPool, ThreadPoolBuilder, TreeTimespan,
+    BuildError, NestedCalls, Pinning, Strategy, ThreadPool, ThreadPoolBuilder, TreeConfig,
+    TreeTimespan,
 };
 
 use super::{Executor, ExecutorError, ExecutorKind, PinPolicy};
@@ -70,6 +71,10 @@ impl SchedulerExecutor {
             ExecutorKind::Tree => Strategy::default(),
             ExecutorKind::TreeNoTimespan => Strategy::tree_no_timespan(),
             ExecutorKind::TreeFixedGrain => Strategy::tree_fixed_grain(grain),
+            ExecutorKind::TreeNestedHalves => Strategy::Tree(TreeConfig {
+                nested: NestedCalls::LazyHalves,
+                ..TreeConfig::default()
+            }),
             ExecutorKind::Static => Strategy::Static,
             ExecutorKind::Dynamic => Strategy::Dynamic { chunk: grain },
             ExecutorKind::Guided => Strategy::Guided { min_chunk: grain },
@@ -210,5 +215,39 @@ impl Executor for SchedulerExecutor {
             &self.strategy,
             per_thread,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each tree kind runs the rule its name says: the default tree's nested calls run inline
+    /// while the deque holds a task, the `tree-nested-halves` ablation's halve from the start.
+    #[test]
+    fn the_tree_kinds_differ_in_the_rule_they_name() {
+        let nested = |kind: ExecutorKind| {
+            let exec = SchedulerExecutor::new(kind, 2, PinPolicy::None).unwrap();
+            match exec.strategy {
+                Strategy::Tree(config) => config,
+                other => panic!("{kind:?} runs {other:?}"),
+            }
+        };
+        let tree = nested(ExecutorKind::Tree);
+        let halves = nested(ExecutorKind::TreeNestedHalves);
+        assert_eq!(tree.nested, NestedCalls::LazyInline);
+        assert_eq!(halves.nested, NestedCalls::LazyHalves);
+        assert_eq!(
+            TreeConfig {
+                nested: tree.nested,
+                ..halves
+            },
+            tree,
+            "only the nested rule differs"
+        );
+        assert_eq!(
+            "tree-nested-halves".parse::<ExecutorKind>().unwrap(),
+            ExecutorKind::TreeNestedHalves
+        );
     }
 }

@@ -96,6 +96,7 @@ impl SchedulerSpec {
             ExecutorKind::Tree
             | ExecutorKind::TreeNoTimespan
             | ExecutorKind::TreeFixedGrain
+            | ExecutorKind::TreeNestedHalves
             | ExecutorKind::Static
             | ExecutorKind::Dynamic
             | ExecutorKind::Guided
