@@ -12,8 +12,13 @@
 //! The child gets SIGKILL rather than the signal itself: it must stop even where that signal is
 //! ignored (a child inherits ignored signals, e.g. SIGINT in a shell's background job), and
 //! dying anywhere costs it nothing, since its report is replaced by a rename, never half-written.
-//! Its pid is published only while it is a child not yet reaped ([`ChildWatch`]), so the handler
-//! can never signal a process that reused the pid. A signal that the sweep was started with
+//! It is published to the handler as a pidfd ([`ChildWatch`]; Linux 5.3 and later): a
+//! descriptor of that very process, which stays valid after the child is reaped and then signals
+//! nobody, so the handler can never signal a process that reused the pid, even when it read the
+//! descriptor just before the child was reaped. (Closed and reused for another file, the number
+//! names no process at all.) Where pidfds are missing, the pid is published instead, only while
+//! the child is not reaped yet; a handler that read it just before could then still signal a
+//! process that reused the pid within that instant. A signal that the sweep was started with
 //! ignored (`nohup`'s SIGHUP) stays ignored.
 //!
 //! `corun --compare` stops through the mapper's own handlers instead
@@ -28,15 +33,30 @@ use std::sync::atomic::{AtomicI32, Ordering};
 /// The first of the signals [`stop_on_signals`] handles that arrived; 0 before one does.
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
 
-/// The pid of the running round's child while it is not reaped; 0 when there is none.
+/// A pidfd of the running round's child while a [`ChildWatch`] publishes it; -1 when there is
+/// none (or pidfds are missing: then `RUNNING_CHILD` holds its pid).
+static RUNNING_CHILD_PIDFD: AtomicI32 = AtomicI32::new(-1);
+
+/// The pid of the running round's child while it is not reaped, where no pidfd could be opened
+/// for it; 0 when there is none.
 static RUNNING_CHILD: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_signal(signal: libc::c_int) {
-    // SeqCst on both sides (here: store the signal, then load the pid; in `ChildWatch::new`:
-    // store the pid, then load the signal), so that at least one side sees the other's store:
-    // a signal arriving while a child is being published either finds its pid here or is found
+    // SeqCst on both sides (here: store the signal, then load the child; in `ChildWatch::new`:
+    // store the child, then load the signal), so that at least one side sees the other's store:
+    // a signal arriving while a child is being published either finds it here or is found
     // there, and the child is killed either way.
     let _ = RECEIVED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+    let pidfd = RUNNING_CHILD_PIDFD.load(Ordering::SeqCst);
+    if pidfd >= 0 {
+        // SAFETY: reads this thread's errno, restored below (the syscall may fail, see
+        // `kill_through_pidfd`, and the interrupted code may be about to read errno).
+        let saved = unsafe { *libc::__errno_location() };
+        let _ = kill_through_pidfd(pidfd);
+        // SAFETY: as above.
+        unsafe { *libc::__errno_location() = saved };
+        return;
+    }
     let child = RUNNING_CHILD.load(Ordering::SeqCst);
     if child > 0 {
         // SAFETY: `kill` is async-signal-safe and touches no memory of ours. `child` is a child
@@ -44,6 +64,35 @@ extern "C" fn on_signal(signal: libc::c_int) {
         // names that child and no other process; for such a pid `kill` does not fail, so the
         // interrupted code's `errno` is left as it was.
         unsafe { libc::kill(child, libc::SIGKILL) };
+    }
+}
+
+/// Opens a pidfd of `pid` (close-on-exec), or `None` where the kernel has no pidfds.
+fn open_pidfd(pid: libc::pid_t) -> Option<libc::c_int> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1; it touches no
+    // memory of ours.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    libc::c_int::try_from(fd).ok().filter(|&fd| fd >= 0)
+}
+
+/// Sends SIGKILL to the process `pidfd` refers to. Async-signal-safe (one system call). Fails
+/// with ESRCH once that process has been reaped, and with EBADF or EINVAL for a descriptor that
+/// is closed or is not a pidfd: it never reaches another process.
+fn kill_through_pidfd(pidfd: libc::c_int) -> io::Result<()> {
+    // SAFETY: pidfd_send_signal with a null siginfo and no flags reads nothing of ours.
+    let sent = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd,
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    if sent == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 
@@ -98,31 +147,73 @@ pub fn received() -> Option<i32> {
 }
 
 /// While it lives, a signal handled by [`stop_on_signals`] kills `child`; drop it before
-/// waiting for the child (after that its pid may name another process).
+/// waiting for the child (where no pidfd could be opened, the pid may name another process after
+/// that).
 #[derive(Debug)]
 pub struct ChildWatch {
-    _private: (),
+    /// The pidfd published to the handler, closed on drop.
+    pidfd: Option<libc::c_int>,
 }
 
 impl ChildWatch {
-    /// Publishes `child` to the signal handlers, and kills it at once if a signal came first.
+    /// Publishes `child` to the signal handlers (as a pidfd where the kernel has them, else as
+    /// its pid), and kills it at once if a signal came first.
     pub fn new(child: &Child) -> ChildWatch {
         let Ok(pid) = libc::pid_t::try_from(child.id()) else {
-            return ChildWatch { _private: () };
+            return ChildWatch { pidfd: None };
         };
-        // SeqCst: see `on_signal`.
-        RUNNING_CHILD.store(pid, Ordering::SeqCst);
+        // `child` is not reaped yet (the caller waits only after dropping the watch), so `pid`
+        // names it here.
+        let pidfd = open_pidfd(pid);
+        match pidfd {
+            // SeqCst: see `on_signal`.
+            Some(fd) => RUNNING_CHILD_PIDFD.store(fd, Ordering::SeqCst),
+            None => RUNNING_CHILD.store(pid, Ordering::SeqCst),
+        }
         if received().is_some() {
             // SAFETY: `pid` is our child, not reaped yet; `kill` touches no memory.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
-        ChildWatch { _private: () }
+        ChildWatch { pidfd }
     }
 }
 
 impl Drop for ChildWatch {
     fn drop(&mut self) {
-        // SeqCst: see `on_signal`; the handler must not see the pid once the child may be reaped.
+        // SeqCst: see `on_signal`; the handler must not see the pid once the child may be reaped
+        // (a pidfd it read just before is harmless: it signals no other process).
         RUNNING_CHILD.store(0, Ordering::SeqCst);
+        RUNNING_CHILD_PIDFD.store(-1, Ordering::SeqCst);
+        if let Some(fd) = self.pidfd {
+            // SAFETY: `fd` is the pidfd this watch opened and nothing else closes.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Command;
+
+    /// What the handler relies on: a pidfd kills its child while it runs, and once the child is
+    /// reaped it signals nobody (ESRCH), whatever process has taken the pid since.
+    #[test]
+    fn a_pidfd_kills_its_child_and_nobody_once_the_child_was_reaped() {
+        let mut child = Command::new("sleep").arg("60").spawn().unwrap();
+        let pid = libc::pid_t::try_from(child.id()).unwrap();
+        let Some(fd) = open_pidfd(pid) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            println!("SKIPPED: this kernel has no pidfds (Linux 5.3 or later)");
+            return;
+        };
+        kill_through_pidfd(fd).unwrap();
+        assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+        let reaped = kill_through_pidfd(fd).unwrap_err();
+        assert_eq!(reaped.raw_os_error(), Some(libc::ESRCH), "{reaped}");
+        // SAFETY: `fd` is the pidfd opened above, closed once.
+        unsafe { libc::close(fd) };
     }
 }
