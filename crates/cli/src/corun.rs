@@ -60,7 +60,8 @@ pub struct CorunArgs {
     /// SIGINT (Ctrl-C), SIGTERM or SIGHUP ends the comparison early: the run in progress is
     /// stopped and left out, the runs finished so far are printed and written to --output
     /// (marked `stopped`), one line says how many were kept, and the exit code is 128 + the
-    /// signal.
+    /// signal. A run that fails with an error (none of the commands could be started) ends it
+    /// the same way, the error in that line, with exit code 2.
     #[arg(long)]
     pub compare: bool,
     /// With --compare: the algorithms [default: every named one; `os` is always included].
@@ -302,36 +303,46 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
     let repeat = args.repeat.unwrap_or(DEFAULT_REPEAT);
     let planned = repeat * algorithms.len();
     let seed = args.seed.unwrap_or(DEFAULT_SEED);
-    let (runs, run_cut_short) =
-        compared_runs(&topology, &specs, options, stop, &algorithms, repeat, seed)?;
-    let interruption = stop_signal().map(|signal| {
-        let kept = if runs.is_empty() {
-            "no run had finished, nothing was written".to_owned()
-        } else {
-            let place = output.as_ref().map_or_else(
-                || "on stdout".to_owned(),
-                |file| format!("in {}", file.path().display()),
-            );
-            let left_out = if run_cut_short {
-                " (the run in progress was stopped and left out)"
+    let (runs, early_end) =
+        compared_runs(&topology, &specs, options, stop, &algorithms, repeat, seed);
+    let place = output.as_ref().map_or_else(
+        || "on stdout".to_owned(),
+        |file| format!("in {}", file.path().display()),
+    );
+    let stopped = match early_end {
+        None => None,
+        Some(EarlyEnd::Signal { run_cut_short }) => {
+            let kept = if runs.is_empty() {
+                "no run had finished, nothing was written".to_owned()
             } else {
-                ""
+                let left_out = if run_cut_short {
+                    " (the run in progress was stopped and left out)"
+                } else {
+                    ""
+                };
+                format!("{} of {planned} runs kept {place}{left_out}", runs.len())
             };
-            format!("{} of {planned} runs kept {place}{left_out}", runs.len())
-        };
-        CliError::Interrupted {
-            signal,
-            signal_name: signal_name(signal).unwrap_or("a signal"),
-            kept: Some(kept),
+            // A signal ended the runs, so the handlers recorded it.
+            stop_signal().map(|signal| CliError::Interrupted {
+                signal,
+                signal_name: signal_name(signal).unwrap_or("a signal"),
+                kept: Some(kept),
+            })
         }
-    });
+        // Nothing was measured: the error alone, as without --compare.
+        Some(EarlyEnd::Error(error)) if runs.is_empty() => return Err(error),
+        Some(EarlyEnd::Error(error)) => Some(CliError::CompareStopped {
+            error: Box::new(error),
+            kept: format!("{} of {planned} runs kept {place}", runs.len()),
+        }),
+    };
     if runs.is_empty() {
-        // Only after a signal: without one every planned run is made.
-        return CliError::all(interruption.into_iter().collect());
+        // Only after a signal: without one every planned run is made, or an error is returned.
+        return CliError::all(stopped.into_iter().collect());
     }
     let table = Comparison::from_runs(&algorithms, &specs, &runs);
-    let interrupted = interruption.is_some();
-    let mut errors: Vec<CliError> = interruption.into_iter().collect();
+    let ended_early = stopped.is_some();
+    let mut errors: Vec<CliError> = stopped.into_iter().collect();
     if let Some(file) = output {
         let compared = CompareOutput {
             planned_runs: planned,
@@ -340,8 +351,8 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
             runs: &runs,
         };
         match finish_json(file, &compared) {
-            // The one line of an interruption already says where the runs are.
-            Ok(path) if !interrupted => eprintln!("report written to {}", path.display()),
+            // The one line of an early end already says where the runs are.
+            Ok(path) if !ended_early => eprintln!("report written to {}", path.display()),
             Ok(_) => {}
             Err(error) => errors.push(error),
         }
@@ -351,16 +362,24 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
         write!(out, "{table}")
     });
     // After SIGHUP the terminal may be gone; the interruption is still the news.
-    if !interrupted {
+    if !matches!(errors.first(), Some(CliError::Interrupted { .. })) {
         errors.extend(printed.err());
     }
     CliError::all(errors)
 }
 
+/// Why `--compare` made fewer runs than it planned.
+enum EarlyEnd {
+    /// A signal; `run_cut_short` when a run was in progress, which is left out (its commands
+    /// were stopped, it measured nothing).
+    Signal { run_cut_short: bool },
+    /// A run failed with this error (it measured nothing either).
+    Error(CliError),
+}
+
 /// The runs of `--compare`: the commands under every algorithm, `repeat` times, the algorithms in
-/// an order shuffled anew each time (from `seed`). A signal ends them early; then also returns
-/// whether a run was in progress, which is left out (its commands were stopped, it measured
-/// nothing).
+/// an order shuffled anew each time (from `seed`), and why they ended early if they did. A signal
+/// or a failed run ends them; the runs finished before are returned either way.
 fn compared_runs(
     topology: &Topology,
     specs: &[CommandSpec],
@@ -369,7 +388,7 @@ fn compared_runs(
     algorithms: &[Algorithm],
     repeat: usize,
     seed: u64,
-) -> Result<(Vec<CorunReport>, bool), CliError> {
+) -> (Vec<CorunReport>, Option<EarlyEnd>) {
     let mut rng = SplitMix64::new(seed);
     let planned = repeat * algorithms.len();
     let mut runs = Vec::new();
@@ -378,14 +397,38 @@ fn compared_runs(
         rng.shuffle(&mut order);
         for algorithm in order {
             if stop_signal().is_some() {
-                return Ok((runs, false));
+                return (
+                    runs,
+                    Some(EarlyEnd::Signal {
+                        run_cut_short: false,
+                    }),
+                );
             }
             options.algorithm = algorithm;
-            let report = corun(topology, specs, &options, stop)?;
-            if report.stopped == Some(StopReason::Interrupted) {
-                return Ok((runs, true));
-            }
-            check_started(&report)?;
+            let report = match corun(topology, specs, &options, stop) {
+                Ok(report) if report.stopped == Some(StopReason::Interrupted) => {
+                    return (
+                        runs,
+                        Some(EarlyEnd::Signal {
+                            run_cut_short: true,
+                        }),
+                    );
+                }
+                Ok(report) => check_started(&report).map(|()| report),
+                Err(error) => Err(error.into()),
+            };
+            let report = match report {
+                Ok(report) => report,
+                // The first run's error is the whole story, as without --compare.
+                Err(error) if runs.is_empty() => return (runs, Some(EarlyEnd::Error(error))),
+                Err(error) => {
+                    let error = CliError::Usage(format!(
+                        "run {}/{planned} ({algorithm}) failed: {error}",
+                        runs.len() + 1
+                    ));
+                    return (runs, Some(EarlyEnd::Error(error)));
+                }
+            };
             // After the run, so that a set of commands none of which can start gives only the
             // error line.
             eprintln!(
@@ -396,7 +439,7 @@ fn compared_runs(
             runs.push(report);
         }
     }
-    Ok((runs, false))
+    (runs, None)
 }
 
 /// When no command could be started (no such program, not executable) nothing was measured:

@@ -118,6 +118,14 @@ pub enum CliError {
         /// The file they were written to (`results.json` in the output directory).
         kept: PathBuf,
     },
+    /// A `corun --compare` whose run failed after earlier runs finished, which were written first.
+    #[error("{error}; {kept}")]
+    CompareStopped {
+        /// Why the run failed.
+        error: Box<CliError>,
+        /// How many runs were kept and where: `1 of 6 runs kept in c.json`.
+        kept: String,
+    },
     /// `sweep` or `corun --compare` was stopped by a signal (SIGINT, SIGTERM, SIGHUP) after
     /// saving what it measured; the process exits with 128 + the signal ([`CliError::signal`]).
     #[error(

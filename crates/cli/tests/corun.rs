@@ -429,6 +429,55 @@ fn a_command_that_cannot_start_is_reported_beside_the_commands_that_ran() {
     assert!(out.contains("status: exit 0"), "{out}");
 }
 
+/// A `corun --compare` whose later run fails with an error (here its only command no longer
+/// exists, so nothing could start) keeps the runs finished before it, as an interrupted one does:
+/// on stdout as the table and in `-o` marked `stopped`, one error line, exit 2.
+#[test]
+fn a_corun_compare_whose_later_run_fails_keeps_the_runs_it_finished() {
+    for to_file in [true, false] {
+        let script = scratch("corun-vanishing.sh");
+        // Its first run removes it, so the second cannot start it.
+        std::fs::write(&script, "#!/bin/sh\nrm \"$0\"\n").expect("the script");
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("an executable script");
+        let path = scratch("corun-compare-failed.json");
+        let mut args = vec!["corun", "--compare", "--repeat", "2", "--algorithms", "os"];
+        if to_file {
+            args.extend(["-o", path.to_str().unwrap()]);
+        }
+        args.extend(["--", script.to_str().unwrap()]);
+        let output = cli(&args);
+        let (out, err) = (text(&output.stdout), text(&output.stderr));
+        assert_eq!(output.status.code(), Some(2), "{err}");
+        let place = if to_file {
+            format!("in {}", path.display())
+        } else {
+            "on stdout".to_owned()
+        };
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "one error line: {err}");
+        let line = errors[0];
+        assert!(
+            line.starts_with("error: run 2/2 (os) failed: no command could be started")
+                && line.ends_with(&format!("; 1 of 2 runs kept {place}")),
+            "{line}"
+        );
+        assert!(err.starts_with("run 1/2: os, system time"), "{err}");
+        assert!(!err.contains("report written"), "{err}");
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with("os ") && l.split_whitespace().nth(1) == Some("1")),
+            "the table of the run kept: {out}"
+        );
+        if to_file {
+            let report = read_json(&path);
+            assert_eq!(report["planned_runs"], 2);
+            assert_eq!(report["stopped"], line["error: ".len()..]);
+            assert_eq!(report["runs"].as_array().map(Vec::len), Some(1), "{report}");
+        }
+    }
+}
+
 fn spawn_cli(args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_parbench-cli"))
         .args(args)
