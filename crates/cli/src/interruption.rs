@@ -23,8 +23,8 @@
 //!
 //! `corun --compare` stops through the mapper's own handlers instead
 //! (`parbench_mapper::corun::stop_on_termination_signals`), which stop its commands' process
-//! groups; it keeps its finished runs the same way and names the signal from
-//! `parbench_mapper::corun::stop_signal`.
+//! groups and likewise leave a signal ignored that corun was started with ignored; it keeps its
+//! finished runs the same way and names the signal from `parbench_mapper::corun::stop_signal`.
 
 use std::io;
 use std::process::Child;

@@ -120,15 +120,32 @@ impl Sweep {
 /// Starts `parbench-cli ARGS` with stdout and stderr piped and `tmpdir` as its `TMPDIR`, in a
 /// process group of its own (so that a test can signal it the way a terminal's Ctrl-C does).
 fn start_cli<'a>(args: impl IntoIterator<Item = &'a OsStr>, tmpdir: &Path) -> Child {
+    start_cli_ignoring(args, tmpdir, &[])
+}
+
+/// [`start_cli`] with `ignored` signals ignored when it starts, as `nohup` starts a program
+/// with SIGHUP ignored.
+fn start_cli_ignoring<'a>(
+    args: impl IntoIterator<Item = &'a OsStr>,
+    tmpdir: &Path,
+    ignored: &[libc::c_int],
+) -> Child {
     let mut command = Command::new(env!("CARGO_BIN_EXE_parbench-cli"));
-    // SAFETY: between fork and exec only `signal`, which is async-signal-safe, runs. A test
-    // process started in the background (`nohup`, `cmd &` in a script, as CI may run) passes
-    // SIGINT ignored on to its children, and a sweep keeps an ignored signal ignored; a
-    // terminal's foreground job has the default disposition, which is what is tested here.
+    let ignored = ignored.to_vec();
+    // SAFETY: between fork and exec only `signal`, which is async-signal-safe, runs (`ignored`
+    // was allocated before the fork and is only read). A test process started in the background
+    // (`nohup`, `cmd &` in a script, as CI may run) passes SIGINT ignored on to its children, and
+    // a sweep keeps an ignored signal ignored; a terminal's foreground job has the default
+    // disposition, which is what is tested here, unless a test asks for `ignored` signals.
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
             for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-                if libc::signal(signal, libc::SIG_DFL) == libc::SIG_ERR {
+                let disposition = if ignored.contains(&signal) {
+                    libc::SIG_IGN
+                } else {
+                    libc::SIG_DFL
+                };
+                if libc::signal(signal, disposition) == libc::SIG_ERR {
                     return Err(std::io::Error::last_os_error());
                 }
             }
@@ -390,4 +407,62 @@ fn a_corun_compare_interrupted_in_its_first_run_leaves_its_output_file_as_it_was
     );
     assert_eq!(fs::read_to_string(&path).unwrap(), "earlier results\n");
     assert!(!is_sleeping_command(sleeping));
+}
+
+/// Whether process `pid` ignores `signal` (`SigIgn` in `/proc/PID/status`, a hexadecimal mask
+/// whose bit `signal - 1` is set for an ignored signal).
+fn ignores(pid: libc::pid_t, signal: libc::c_int) -> bool {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).expect("the process's status");
+    let mask = status
+        .lines()
+        .find_map(|line| line.strip_prefix("SigIgn:"))
+        .expect("a SigIgn line");
+    let mask = u64::from_str_radix(mask.trim(), 16).expect("a hexadecimal mask");
+    mask & (1 << (signal - 1)) != 0
+}
+
+/// `corun` started with SIGHUP ignored (as under `nohup`) keeps it ignored: the mapper's
+/// handlers take over only the signals it was started to receive, as sweep's do, so a hang-up
+/// neither stops its commands nor ends it.
+#[test]
+fn corun_started_with_sighup_ignored_keeps_it_ignored() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("parbench-interruption-tests")
+        .join("corun-nohup");
+    // Leftovers of an earlier run would be mistaken for this one's.
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("scratch directory");
+    // The command says it runs (corun installs its handlers before it starts any command), then
+    // waits for the test's `go`.
+    let script = format!(
+        "cd '{}' && touch started && while [ ! -e go ]; do sleep 0.01; done",
+        dir.display()
+    );
+    let args = ["corun", "--algorithm", "os", "--", "sh", "-c", &script].map(OsStr::new);
+    let corun = start_cli_ignoring(args, &dir, &[libc::SIGHUP]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !exists(&dir.join("started")) {
+        assert!(Instant::now() < deadline, "the command did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = libc::pid_t::try_from(corun.id()).expect("a pid fits pid_t");
+    assert!(
+        ignores(pid, libc::SIGHUP),
+        "corun took over the ignored SIGHUP"
+    );
+    assert!(
+        !ignores(pid, libc::SIGTERM),
+        "SIGTERM is still corun's to handle"
+    );
+    send(&corun, libc::SIGHUP, false);
+    fs::write(dir.join("go"), "").expect("the command's go");
+    let output = corun.wait_with_output().expect("corun ends");
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        out.contains("status: exit 0"),
+        "the command ran to its end: {out}"
+    );
+    assert!(!out.contains("stopped"), "{out}");
 }

@@ -259,8 +259,11 @@ pub fn stop_signal() -> Option<i32> {
 }
 
 /// Installs handlers for `SIGINT`, `SIGTERM` and `SIGHUP` that only record the first signal
-/// ([`stop_signal`]) and set a flag, and returns the flag: pass it as the `stop` argument of [`super::corun`] so that a signal to the watcher stops
-/// every command's process group (instead of leaving them running without their watcher).
+/// ([`stop_signal`]) and set a flag, and returns the flag: pass it as the `stop` argument of
+/// [`super::corun`] so that a signal to the watcher stops every command's process group (instead
+/// of leaving them running without their watcher). A signal that is ignored when this is called
+/// stays ignored: a watcher started under `nohup` (SIGHUP ignored) or in a shell's background job
+/// (SIGINT ignored) is not stopped by it, as it would not be without the handlers.
 ///
 /// # Errors
 /// The OS error of `sigaction`.
@@ -272,6 +275,17 @@ pub fn stop_signal() -> Option<i32> {
 /// ```
 pub fn stop_on_termination_signals() -> io::Result<&'static AtomicBool> {
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: all-zero is a valid sigaction (empty mask, no flags, SIG_DFL), overwritten by
+        // the query below.
+        let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: a null new action only queries the current one into `previous`, a valid
+        // sigaction we own.
+        if unsafe { libc::sigaction(signal, std::ptr::null(), &mut previous) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if previous.sa_sigaction == libc::SIG_IGN {
+            continue;
+        }
         // SAFETY: all-zero is a valid sigaction (empty mask, no flags) before the handler is set.
         let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
         action.sa_sigaction = request_stop as extern "C" fn(libc::c_int) as usize;
