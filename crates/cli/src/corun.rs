@@ -90,6 +90,10 @@ pub struct CorunArgs {
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// The commands: `CMD1 ARGS ::: CMD2 ARGS [::: …]`.
+    ///
+    /// SIGINT (Ctrl-C), SIGTERM or SIGHUP stops every command (a signal corun was started with
+    /// ignored stays ignored); a single run still prints its report and writes it to --output,
+    /// the commands marked stopped, one line says where, and the exit code is 128 + the signal.
     #[arg(last = true, required = true, value_name = "COMMANDS")]
     pub commands: Vec<String>,
 }
@@ -241,7 +245,9 @@ fn machine_note(topology: &Topology) -> String {
 /// Runs `parbench-cli corun`.
 ///
 /// # Errors
-/// [`CliError`] for bad arguments, an unreadable profile, or when the commands cannot be watched.
+/// [`CliError`] for bad arguments, an unreadable profile, or when the commands cannot be watched;
+/// [`CliError::Interrupted`] after a signal stopped the commands, once what was measured is
+/// printed and written.
 pub fn run(args: &CorunArgs) -> Result<(), CliError> {
     check_compare_flags(args)?;
     let commands = split_commands(&args.commands)?;
@@ -289,15 +295,50 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
     if !args.compare {
         let report = corun(&topology, &specs, &options, stop)?;
         check_started(&report)?;
-        write_stdout(|out| {
+        // A signal stopped the commands: the report (which says so) is still printed and
+        // written, and the signal is the news, in one line, as for sweep and --compare.
+        let signal = (report.stopped == Some(StopReason::Interrupted))
+            .then(stop_signal)
+            .flatten();
+        let printed = write_stdout(|out| {
             header(out)?;
             write!(out, "{report}")
-        })?;
-        if let Some(file) = output {
-            let path = finish_json(file, &report)?;
-            eprintln!("report written to {}", path.display());
+        });
+        let mut errors = Vec::new();
+        let mut places = Vec::new();
+        match printed {
+            Ok(()) => places.push("on stdout".to_owned()),
+            // After SIGHUP the terminal may be gone; a report in --output is still kept.
+            Err(_) if signal.is_some() && output.is_some() => {}
+            Err(error) => errors.push(error),
         }
-        return Ok(());
+        if let Some(file) = output {
+            match finish_json(file, &report) {
+                // The one line of the interruption says where the report is.
+                Ok(path) if signal.is_some() => places.push(format!("in {}", path.display())),
+                Ok(path) => eprintln!("report written to {}", path.display()),
+                Err(error) => errors.push(error),
+            }
+        }
+        if let Some(signal) = signal {
+            let kept = if places.is_empty() {
+                "every command was stopped".to_owned()
+            } else {
+                format!(
+                    "every command was stopped, the report is {}",
+                    places.join(" and ")
+                )
+            };
+            errors.insert(
+                0,
+                CliError::Interrupted {
+                    signal,
+                    signal_name: signal_name(signal).unwrap_or("a signal"),
+                    kept: Some(kept),
+                },
+            );
+        }
+        return CliError::all(errors);
     }
     let algorithms = compared_algorithms(args.algorithms.as_deref())?;
     let repeat = args.repeat.unwrap_or(DEFAULT_REPEAT);

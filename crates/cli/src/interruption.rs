@@ -21,10 +21,11 @@
 //! process that reused the pid within that instant. A signal that the sweep was started with
 //! ignored (`nohup`'s SIGHUP) stays ignored.
 //!
-//! `corun --compare` stops through the mapper's own handlers instead
+//! `corun` stops through the mapper's own handlers instead
 //! (`parbench_mapper::corun::stop_on_termination_signals`), which stop its commands' process
 //! groups and likewise leave a signal ignored that corun was started with ignored; it keeps its
-//! finished runs the same way and names the signal from `parbench_mapper::corun::stop_signal`.
+//! report (a single run) or its finished runs (`--compare`) the same way and names the signal
+//! from `parbench_mapper::corun::stop_signal`.
 
 use std::io;
 use std::process::Child;

@@ -526,7 +526,20 @@ fn a_signal_to_corun_stops_every_command_and_leaves_none_behind() {
         started.elapsed() < Duration::from_secs(5),
         "corun did not stop in time"
     );
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let err = text(&output.stderr);
+    // The report is kept, and the signal decides the exit code, as for sweep.
+    assert_eq!(output.status.code(), Some(128 + libc::SIGTERM), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(
+        errors,
+        [format!(
+            "error: interrupted by SIGTERM: every command was stopped, the report is on stdout \
+             and in {}",
+            path.display()
+        )],
+        "one error line: {err}"
+    );
+    assert!(!err.contains("report written"), "{err}");
     let report = read_json(&path);
     assert_eq!(report["stopped"], "Interrupted");
     for command in report["commands"].as_array().unwrap() {

@@ -466,3 +466,48 @@ fn corun_started_with_sighup_ignored_keeps_it_ignored() {
     );
     assert!(!out.contains("stopped"), "{out}");
 }
+
+/// A single `corun` (no `--compare`) stopped by a signal still prints its report, the commands
+/// marked stopped, says so in one line and exits with 128 + the signal, as sweep does.
+#[test]
+fn an_interrupted_corun_prints_its_report_and_exits_with_the_signal() {
+    // Ctrl-C signals the terminal's whole process group; `kill` signals corun alone.
+    let cases = [
+        (libc::SIGINT, "SIGINT", true, 130),
+        (libc::SIGHUP, "SIGHUP", false, 129),
+    ];
+    for (signal, name, group, status) in cases {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("parbench-interruption-tests")
+            .join(format!("corun-single-{name}"));
+        // Leftovers of an earlier run would be mistaken for this one's.
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("scratch directory");
+        // The leader execs `sleep` once it has said it runs.
+        let script = format!("cd '{}' && touch started && exec sleep 60", dir.display());
+        let args = ["corun", "--algorithm", "os", "--", "sh", "-c", &script].map(OsStr::new);
+        let corun = start_cli(args, &dir);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !exists(&dir.join("started")) {
+            assert!(
+                Instant::now() < deadline,
+                "{name}: the command did not start"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        send(&corun, signal, group);
+        let output = corun.wait_with_output().expect("corun ends");
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(status), "{name}: {err}");
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+        let line = format!(
+            "error: interrupted by {name}: every command was stopped, the report is on stdout"
+        );
+        assert_eq!(errors, [line.as_str()], "{name}: one error line: {err}");
+        let out = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            out.contains("stopped by corun: interrupted"),
+            "{name}: the report is printed: {out}"
+        );
+    }
+}
