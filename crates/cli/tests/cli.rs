@@ -180,14 +180,19 @@ fn interleaved_rounds_keep_every_sample_and_record_the_blocks() {
 fn round_and_trapezoid_record_the_backend_their_lock_ran_on() {
     // Without --backend a spin lock runs on the best backend this CPU has and std::sync::Mutex on
     // none of ours: the results say which, with the labels of `locks`, never the empty default.
+    // A trapezoid method that takes no lock records neither lock nor backend (`-`).
     let best = parbench_atomics::Backend::best().name();
-    let no_backend = parbench_cli::locks::NO_BACKEND;
-    for (lock, expected) in [
-        (None, no_backend),
-        (Some("std"), no_backend),
-        (Some("tas"), best),
-    ] {
-        let path = scratch(&format!("lock-backend-{}.json", lock.unwrap_or("default")));
+    let none = parbench_cli::locks::NO_BACKEND;
+    /// Extra arguments, then the recorded `lock` and `backend` of round and of trapezoid.
+    type Case = (&'static [&'static str], [(&'static str, &'static str); 2]);
+    let cases: [Case; 4] = [
+        (&[], [("std", none), ("std", none)]),
+        (&["--lock", "std"], [("std", none), ("std", none)]),
+        (&["--lock", "tas"], [("tas", best), ("tas", best)]),
+        (&["--method", "spin"], [("std", none), (none, none)]),
+    ];
+    for (index, (extra, expected)) in cases.into_iter().enumerate() {
+        let path = scratch(&format!("lock-backend-{index}.json"));
         let mut args = vec![
             "sweep",
             "--kernels",
@@ -210,19 +215,21 @@ fn round_and_trapezoid_record_the_backend_their_lock_ran_on() {
             "-o",
         ];
         args.push(path.to_str().unwrap());
-        if let Some(lock) = lock {
-            args.extend(["--lock", lock]);
-        }
+        args.extend(extra);
         let output = cli(&args);
         assert!(output.status.success(), "{}", stderr(&output));
         let report: Report = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
-        for kernel in ["round", "trapezoid"] {
-            let setting = report.metadata.settings.get(&format!("{kernel}.backend"));
-            assert_eq!(
-                setting.map(String::as_str),
-                Some(expected),
-                "{kernel} {lock:?}"
-            );
+        for (kernel, (lock, backend)) in ["round", "trapezoid"].into_iter().zip(expected) {
+            let setting = |name: &str| {
+                report
+                    .metadata
+                    .settings
+                    .get(&format!("{kernel}.{name}"))
+                    .cloned()
+            };
+            let recorded = (setting("lock"), setting("backend"));
+            let expected = (Some(lock.to_owned()), Some(backend.to_owned()));
+            assert_eq!(recorded, expected, "{kernel} {extra:?}");
         }
     }
 }

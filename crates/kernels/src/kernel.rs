@@ -59,7 +59,8 @@ pub trait Kernel: Sync {
     /// The value parameter `name` has in a run with `params`, as results record it: the text
     /// given, else the declared default, except where the kernel settles a default only when it
     /// builds its input. `round` and `trapezoid` name the atomics backend their lock runs on (the
-    /// best this CPU has unless given; `-` for `std::sync::Mutex`, which has none).
+    /// best this CPU has unless given; `-` for `std::sync::Mutex`, which has none); a trapezoid
+    /// method that takes no lock (`spin`, `semaphore`, `atomic`) records `-` as lock and backend.
     ///
     /// ```
     /// use parbench_atomics::{Backend, NO_BACKEND};

@@ -24,6 +24,11 @@ pub(crate) const BACKEND_PARAM: ParamSpec = ParamSpec {
     help: "atomics backend of the spin locks: lse, llsc or portable (default: the best available)",
 };
 
+/// What a lock-based kernel records as its `lock` and `backend` when a run takes no lock
+/// (trapezoid's lock-less methods): `-`, the label `locks` gives a lock without a backend of
+/// ours ([`parbench_atomics::NO_BACKEND`]).
+pub(crate) const NO_LOCK: &str = parbench_atomics::NO_BACKEND;
+
 /// The mutex kind and backend `params` choose for `kernel`.
 ///
 /// The backend is only parsed here; whether this CPU can run it shows when a lock is built. A

@@ -25,7 +25,7 @@ use crate::kernel::{
     Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport, bad_param, timed,
     wrong_result,
 };
-use crate::kernels::lock_choice::{self, BACKEND_PARAM, LOCK_PARAM, lock_choice};
+use crate::kernels::lock_choice::{self, BACKEND_PARAM, LOCK_PARAM, NO_LOCK, lock_choice};
 
 /// Methods of keeping the shared sum, as accepted by `--method`.
 const METHODS: [&str; 5] = ["spin", "mutex", "semaphore", "atomic", "local"];
@@ -225,6 +225,13 @@ impl Kernel for Trapezoid {
     }
 
     fn param_value(&self, params: &Params, name: &str) -> Result<String, KernelError> {
+        // A method that takes no lock ran without one: neither the default lock nor its
+        // backend is what the run used.
+        if (name == LOCK_PARAM.name || name == BACKEND_PARAM.name)
+            && !uses_lock(params.get_choice(self, "method", &METHODS)?)
+        {
+            return Ok(NO_LOCK.to_owned());
+        }
         lock_choice::param_value(self, params, name)
     }
 
@@ -367,6 +374,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_method_without_a_lock_records_neither_lock_nor_backend() {
+        let value = |params: &Params, name| Trapezoid.param_value(params, name).unwrap();
+        for method in ["spin", "semaphore", "atomic"] {
+            let params = Params::new().with("method", method);
+            assert_eq!(value(&params, "lock"), NO_LOCK, "{method}");
+            assert_eq!(value(&params, "backend"), NO_LOCK, "{method}");
+            // The other parameters are recorded as given or declared.
+            assert_eq!(value(&params, "method"), method);
+        }
+        // The methods that take the lock record it, as round does.
+        for method in ["mutex", "local"] {
+            let params = Params::new().with("method", method);
+            assert_eq!(value(&params, "lock"), "std", "{method}");
+            assert_eq!(
+                value(&params, "backend"),
+                parbench_atomics::NO_BACKEND,
+                "{method}"
+            );
+        }
+        assert_eq!(
+            value(&Params::new(), "lock"),
+            "std",
+            "the default method, local"
+        );
     }
 
     #[test]
