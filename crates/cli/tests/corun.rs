@@ -478,6 +478,33 @@ fn a_corun_compare_whose_later_run_fails_keeps_the_runs_it_finished() {
     }
 }
 
+/// A report that cannot be printed (stdout on a full device) is still written to `-o`, and the
+/// failed print is the one error line (exit 2).
+#[test]
+fn a_failed_print_does_not_keep_corun_from_writing_its_report() {
+    let path = scratch("corun-full-stdout.json");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let output = Command::new(env!("CARGO_BIN_EXE_parbench-cli"))
+        .args(["corun", "--algorithm", "os", "-o", path.to_str().unwrap()])
+        .args(["--", "true"])
+        .stdout(full)
+        .output()
+        .expect("parbench-cli runs");
+    let err = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "one error line: {err}");
+    assert!(errors[0].starts_with("error: cannot write -: "), "{err}");
+    let report = read_json(&path);
+    assert_eq!(
+        report["commands"][0]["status"],
+        serde_json::json!({"Exited": {"code": 0}})
+    );
+}
+
 fn spawn_cli(args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_parbench-cli"))
         .args(args)
