@@ -48,6 +48,12 @@ struct Sweep {
 impl Sweep {
     /// Starts [`LONG_ROUND`] with `-o NAME.json` and its own `TMPDIR` ([`start_cli`]).
     fn start(name: &str) -> Sweep {
+        Sweep::start_ignoring(name, &[])
+    }
+
+    /// [`Sweep::start`] with the `ignored` signals ignored, as a shell's background job or
+    /// `nohup` starts it ([`start_cli_ignoring`]).
+    fn start_ignoring(name: &str, ignored: &[libc::c_int]) -> Sweep {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("parbench-interruption-tests");
         let tmpdir = dir.join(format!("{name}-tmp"));
         // Leftovers of an earlier run would be mistaken for this one's.
@@ -55,12 +61,13 @@ impl Sweep {
         fs::create_dir_all(&tmpdir).expect("scratch directory");
         let output = dir.join(format!("{name}.json"));
         let _ = fs::remove_file(&output);
-        let process = start_cli(
+        let process = start_cli_ignoring(
             LONG_ROUND
                 .iter()
                 .map(OsStr::new)
                 .chain([OsStr::new("-o"), output.as_os_str()]),
             &tmpdir,
+            ignored,
         );
         Sweep {
             process,
@@ -266,6 +273,29 @@ fn an_interrupted_sweep_saves_every_finished_cell_and_leaves_no_process_behind()
             "{name}: stdout still gets the table of what was kept"
         );
     }
+}
+
+/// A sweep started with SIGHUP ignored (as under `nohup`) keeps it ignored: a hang-up neither
+/// stops it nor is what it reports; a SIGTERM after it does, and is.
+#[test]
+fn a_sweep_started_with_sighup_ignored_keeps_it_ignored() {
+    let sweep = Sweep::start_ignoring("nohup", &[libc::SIGHUP]);
+    sweep.wait_for_a_finished_cell();
+    assert!(
+        ignores(sweep.pid(), libc::SIGHUP),
+        "sweep took over the ignored SIGHUP"
+    );
+    assert!(
+        !ignores(sweep.pid(), libc::SIGTERM),
+        "SIGTERM is still the sweep's to handle"
+    );
+    // Had the hang-up been handled, it would be the signal the sweep reports (the first one).
+    sweep.signal(libc::SIGHUP, false);
+    sweep.signal(libc::SIGTERM, false);
+    let (output, _) = sweep.finish();
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(143), "{err}");
+    assert!(err.starts_with("error: interrupted by SIGTERM: "), "{err}");
 }
 
 /// A `corun --compare` started by a test, under `os` only (nothing is pinned), of one command that
