@@ -669,27 +669,12 @@ fn kernel_parameters_no_selected_kernel_takes_are_refused_naming_the_kernels_tha
 #[test]
 fn a_lock_or_backend_given_is_refused_where_it_is_unused_even_with_the_default_value() {
     // Were they accepted, one short sweep would run (and the test fail quickly).
-    let small = [
-        "--n",
-        "5",
-        "--schedulers",
-        "seq",
-        "--threads",
-        "1",
-        "--runs",
-        "1",
-        "--rounds",
-        "1",
-        "--warmup",
-        "0",
-        "-q",
-    ];
     // trapezoid's lock-less methods refuse a lock given as the default `std` just as `tas`: the
     // run would be recorded under a lock it never took.
-    let trapezoid = ["sweep", "--kernels", "trapezoid", "--method", "spin"];
+    let trapezoid = ["--kernels", "trapezoid", "--method", "spin", "--n", "5"];
     for lock in [&["--lock", "std"][..], &["--param", "lock=std"]] {
         assert_bad_input(
-            &[&trapezoid[..], lock, &small].concat(),
+            &one_run_sweep(&trapezoid, lock),
             &[
                 "bad value `std` for parameter `lock`",
                 "method spin takes no lock",
@@ -699,19 +684,10 @@ fn a_lock_or_backend_given_is_refused_where_it_is_unused_even_with_the_default_v
     // An empty backend is one given, not the default (the best available): it names none.
     for (kernel, lock) in [("round", "tas"), ("round", "std"), ("trapezoid", "tas")] {
         assert_bad_input(
-            &[
-                &[
-                    "sweep",
-                    "--kernels",
-                    kernel,
-                    "--lock",
-                    lock,
-                    "--backend",
-                    "",
-                ][..],
-                &small,
-            ]
-            .concat(),
+            &one_run_sweep(
+                &["--kernels", kernel, "--n", "5"],
+                &["--lock", lock, "--backend", ""],
+            ),
             &["parameter `backend`", "unknown backend ``"],
         );
     }

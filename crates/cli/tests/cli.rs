@@ -3,11 +3,17 @@
 //! Sweeps here are tiny (a small `reduce`, two runs) so the suite stays fast in debug builds; they
 //! check what was produced, never how long it took.
 
+// Only `one_run_sweep` is used here; the other items serve bad_input.rs and output_files.rs.
+#[allow(dead_code)]
+#[path = "support/tiny_runs.rs"]
+mod tiny_runs;
+
 use std::fs;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use parbench_cli::results::Report;
+use tiny_runs::one_run_sweep;
 
 /// A sweep small enough for a debug build: reduce on 5000 elements, two schedulers, two rounds of
 /// two runs.
@@ -193,28 +199,15 @@ fn round_and_trapezoid_record_the_backend_their_lock_ran_on() {
     ];
     for (index, (extra, expected)) in cases.into_iter().enumerate() {
         let path = scratch(&format!("lock-backend-{index}.json"));
-        let mut args = vec![
-            "sweep",
+        let kernels = [
             "--kernels",
             "round,trapezoid",
-            "--schedulers",
-            "seq",
-            "--threads",
-            "1",
-            "--runs",
-            "1",
-            "--rounds",
-            "1",
-            "--warmup",
-            "0",
-            "-q",
             "--n",
             "5",
             "--param",
             "meals=50",
-            "-o",
         ];
-        args.push(path.to_str().unwrap());
+        let mut args = one_run_sweep(&kernels, &["-o", path.to_str().unwrap()]);
         args.extend(extra);
         let output = cli(&args);
         assert!(output.status.success(), "{}", stderr(&output));

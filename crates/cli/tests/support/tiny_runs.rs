@@ -1,9 +1,9 @@
 //! The argument lists of the smallest runs that the bad-input and output-file tests start or have
 //! refused: a sweep of one cell and a latency test of a tiny service.
 //!
-//! Only those two test files use them, so they include this file by its path instead of it being
-//! part of `support/mod.rs`, which every test file includes (an item a file does not use is dead
-//! code there).
+//! Only those two test files and cli.rs (for [`one_run_sweep`] alone) use them, so they include
+//! this file by its path instead of it being part of `support/mod.rs`, which every test file
+//! includes (an item a file does not use is dead code there).
 
 /// A 16 × 16 matmul, the kernel of a sweep that finishes in milliseconds in a debug build.
 pub const MATMUL: [&str; 4] = ["--kernels", "matmul", "--n", "16"];
