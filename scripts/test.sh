@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check and test of parbench: formatting, clippy, the workspace's unit, integration and
-# doc tests, the loom model of the scheduler's completion protocol, ThreadSanitizer (test-tsan.sh),
-# the release-mode oversubscribed stress test, the aarch64 emulation tests of
+# doc tests, the loom models of the scheduler's completion, split-range and exit protocols,
+# ThreadSanitizer (test-tsan.sh), the release-mode oversubscribed stress test, the aarch64
+# emulation tests of
 # the atomics crate, and a compile of all benchmarks. Installs what it needs (see deps.sh).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -41,7 +42,7 @@ step "cargo test --workspace (unit, integration and doc tests)"
 mkdir -p target
 cargo test --workspace --locked 2>&1 | tee target/test-output.txt
 
-step "loom model of the scheduler's completion protocol"
+step "loom models of the scheduler's completion, split-range and exit protocols"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p parbench-scheduler --release --lib --locked loom_
 
