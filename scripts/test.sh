@@ -2,8 +2,7 @@
 # Runs every check and test of parbench: formatting, clippy, the workspace's unit, integration and
 # doc tests, the loom models of the scheduler's completion, split-range and exit protocols,
 # ThreadSanitizer (test-tsan.sh), the release-mode oversubscribed stress test, the aarch64
-# emulation tests of
-# the atomics crate, and a compile of all benchmarks. Installs what it needs (see deps.sh).
+# emulation tests of the atomics crate, and a compile of all benchmarks. Installs what it needs (see deps.sh).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
