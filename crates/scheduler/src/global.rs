@@ -60,7 +60,12 @@ fn default_pool() -> Result<ThreadPool, BuildError> {
         .into_iter()
         .chain([builder::available_parallelism()])
     {
-        if count == 1 || tried.contains(&count) {
+        // One thread is what the last build below makes: a count of 1 goes straight to it
+        // (skipping it would try the available parallelism first).
+        if count == 1 {
+            break;
+        }
+        if tried.contains(&count) {
             continue;
         }
         tried.push(count);
