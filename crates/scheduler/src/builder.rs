@@ -409,11 +409,20 @@ impl ThreadPoolBuilder {
     /// the timespan if asked to. When it fails, no worker thread is left running and no handler
     /// has run.
     ///
-    /// A request for more threads than the process can start is refused with
-    /// [`BuildError::TooManyThreads`] before any thread is created (see
-    /// [`thread_capacity`](crate::thread_capacity)): the standard library aborts the whole process
-    /// when a thread it created cannot set up its signal stack. So are a CPU that does not exist
-    /// and a thread name containing a NUL byte (see [`BuildError`]).
+    /// # Errors
+    ///
+    /// Before any thread is created:
+    /// - [`BuildError::TooManyThreads`] for more threads than the process can start (see
+    ///   [`thread_capacity`](crate::thread_capacity)): the standard library aborts the whole
+    ///   process when a thread it created cannot set up its signal stack;
+    /// - [`BuildError::EmptyCpuList`], [`BuildError::NoSuchCpu`] or
+    ///   [`BuildError::PinningUnsupported`] for a [`pin`](Self::pin) setting that cannot be met;
+    /// - [`BuildError::InvalidThreadName`] for a [`thread_name`](Self::thread_name) with a NUL
+    ///   byte.
+    ///
+    /// While the workers start (those started are stopped and joined before `build` returns):
+    /// - [`BuildError::Spawn`] if the operating system refuses to create a worker thread;
+    /// - [`BuildError::PinFailed`] if it refuses to pin a worker to its CPU.
     ///
     /// # Panics
     ///
@@ -546,13 +555,6 @@ impl ThreadPoolBuilder {
 
     /// Builds the global pool used by the free functions of this crate.
     ///
-    /// It fails with [`BuildError::GlobalPoolAlreadyInitialized`] if the global pool exists
-    /// already (built by an earlier `build_global`, or with the defaults by the first use of a
-    /// free function or [`global_pool`](crate::global_pool)), and with the error of
-    /// [`build`](Self::build) if the pool cannot be built. A failed `build_global` leaves the
-    /// global pool unbuilt: a corrected retry can succeed, and otherwise the first use builds the
-    /// default pool. Concurrent calls are serialised; exactly one of them can succeed.
-    ///
     /// The start handlers run before this returns, as workers of the new pool, so the free
     /// functions called in them act on it (see [`start_handler`](Self::start_handler)). The pool
     /// is not the global pool until this returns: [`global_pool`](crate::global_pool) called in
@@ -560,6 +562,15 @@ impl ThreadPoolBuilder {
     /// the build goes on) instead of waiting for this build, which waits for the handler. A start
     /// handler must not wait for another thread that calls a free function outside any pool
     /// either: until this build returns, that thread waits for it.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::GlobalPoolAlreadyInitialized`] if the global pool exists already (built by
+    /// an earlier `build_global`, or with the defaults by the first use of a free function or
+    /// [`global_pool`](crate::global_pool)), else any error of [`build`](Self::build). A failed
+    /// `build_global` leaves the global pool unbuilt: a corrected retry can succeed, and otherwise
+    /// the first use builds the default pool. Concurrent calls are serialised; exactly one of them
+    /// can succeed.
     ///
     /// ```
     /// use parbench_scheduler::{BuildError, Pinning, ThreadPoolBuilder};

@@ -368,6 +368,11 @@ pub fn spawn<F: FnOnce() + Send + 'static>(task: F) {
 
 /// [`ThreadPool::spawn_on`] on the current pool.
 ///
+/// # Errors
+///
+/// [`SpawnError::NoSuchThread`] if `index` is not below [`current_num_threads`]; `task` is then
+/// dropped without running.
+///
 /// ```
 /// let (tx, rx) = std::sync::mpsc::channel();
 /// parbench_scheduler::spawn_on(0, move || tx.send(7).unwrap()).unwrap();

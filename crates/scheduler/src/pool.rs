@@ -181,6 +181,11 @@ impl ThreadPool {
     /// Runs `task` on worker `index` (or on a thread that steals it from that worker's inbox).
     /// Panics are handled as in [`spawn`](Self::spawn).
     ///
+    /// # Errors
+    ///
+    /// [`SpawnError::NoSuchThread`] if `index` is not below [`num_threads`](Self::num_threads);
+    /// `task` is then dropped without running.
+    ///
     /// ```
     /// use parbench_scheduler::{SpawnError, ThreadPoolBuilder};
     /// let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
