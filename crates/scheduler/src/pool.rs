@@ -400,7 +400,13 @@ impl ThreadPool {
     }
 
     /// Creates a scope in which tasks borrowing from the caller's frame can be spawned; returns
-    /// when all of them have finished, re-raising the first panic of any of them. See [`Scope`].
+    /// when `op` and all of them have finished. See [`Scope`].
+    ///
+    /// # Panics
+    ///
+    /// A panic stops neither `op` nor any task: once all have finished, `scope` panics with
+    /// `op`'s panic if it panicked, else with the first panic of a task (rayon propagates one of
+    /// them, not saying which).
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
