@@ -82,8 +82,9 @@
 //! The free functions ([`parallel_for`], [`join()`], …) act on the pool the calling thread works
 //! for or is [installed](ThreadPool::install) into, or else on the [global pool](global_pool):
 //! the one [`ThreadPoolBuilder::build_global`] built, else one built with the defaults on first
-//! use (sized by `PARBENCH_NUM_THREADS`, falling back to fewer threads if that many cannot be
-//! started; see [`NUM_THREADS_ENV`]).
+//! use (sized by `PARBENCH_NUM_THREADS`, falling back to the available parallelism, then to one
+//! thread, if that many cannot be started; see [`NUM_THREADS_ENV`]). Outside any pool they panic
+//! if not even that one thread can be started (see [`global_pool`]).
 //!
 //! # Slices, for rayon users
 //!
