@@ -6,6 +6,8 @@
 //! caller takes part in the work as the pool's stand-in for worker 0 — a pool of P threads still
 //! runs on P threads. (rayon moves the closure onto a worker instead; the observable difference
 //! is [`crate::current_thread_index`], which is `None` inside `install` from outside the pool.)
+//! The closure runs at the pool's *top*: the parallel calls it makes are outermost, as calls made
+//! from outside are, and only the calls made in their work are nested (`Registry::install`).
 //!
 //! `broadcast` queues one job per worker in a queue only that worker reads (no other thread may
 //! steal it), counts their completions on one completion node, and waits for it like a loop call;
@@ -57,6 +59,12 @@ impl ThreadPool {
     /// `op` to a worker and blocks until it has run there, as rayon does for every outside
     /// caller. A panic in `op` propagates.
     ///
+    /// The parallel calls `op` makes when `install` entered the pool (from outside, or queued to
+    /// a worker) are *outermost*, as if made from outside: the tree strategy hands them out
+    /// through its tree of threads with a timespan (see [`NestedCalls`](crate::NestedCalls)).
+    /// Calls made inside their bodies and tasks, or in `op` of an `install` called from inside
+    /// the pool, are nested.
+    ///
     /// ```
     /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
     /// let threads = pool.install(|| {
@@ -68,7 +76,7 @@ impl ThreadPool {
     /// assert_eq!(threads, 3);
     /// ```
     pub fn install<R: Send, OP: FnOnce() -> R + Send>(&self, op: OP) -> R {
-        self.registry().in_context(|_| op())
+        self.registry().install(op)
     }
 
     /// Runs `op` once on every worker of the pool and returns the results in worker order. Waits

@@ -20,7 +20,8 @@
 //! it, while the owner goes on from the near end. On a balanced load this costs about as little as static scheduling; on an
 //! unbalanced one the balancing tasks are stolen. Because everything runs as tasks on one pool,
 //! calls compose: a loop inside a loop body runs on the same threads. Such
-//! a *nested* call, and an outermost call of at most a few iterations per thread, skips the tree
+//! a *nested* call (made from a loop body, a `join` or `scope` closure or a task; a call made
+//! directly in [`ThreadPool::install`]'s closure is outermost, as one from outside), and an outermost call of at most a few iterations per thread, skips the tree
 //! and makes a stealable task only when the running thread's deque is empty: a nested call runs
 //! inline while the deque holds a task and then by lazy binary splitting (the upper half of what
 //! is left becomes the task), a small outermost one by

@@ -41,6 +41,10 @@ pub(crate) struct WorkerCtx<'r> {
     pub(crate) slot: Slot,
     pub(crate) deque: &'r Worker<JobRef>,
     rng: Cell<u64>,
+    /// Set while the thread runs the closure of an `install` that entered the pool, outside the
+    /// work of any operation started in it: a parallel call made there is outermost, as one made
+    /// from outside the pool (see [`Registry::install`]).
+    at_install_top: Cell<bool>,
 }
 
 /// Nested waits beyond which new parallel calls on a thread run sequentially.
@@ -164,6 +168,19 @@ impl Registry {
         }
     }
 
+    /// Whether a parallel call made now on this thread is nested: made from inside this pool (a
+    /// loop body, a `join` or `scope` closure, a task), not from outside it or at the top of an
+    /// `install` that entered it (see [`Registry::install`]).
+    #[inline]
+    pub(crate) fn call_is_nested(&self) -> bool {
+        let current = CURRENT.get();
+        // SAFETY: see `current_thread_index`.
+        !current.is_null() && {
+            let ctx = unsafe { &*current };
+            ptr::eq(ctx.registry, self) && !ctx.at_install_top.get()
+        }
+    }
+
     /// Whether the calling thread is inside an operation of this pool.
     #[inline]
     pub(crate) fn current_context_is_this(&self) -> bool {
@@ -191,6 +208,9 @@ impl Registry {
             // SAFETY: see `current_thread_index`.
             let ctx = unsafe { &*current };
             if ptr::eq(ctx.registry, self) {
+                // What `op` runs is the work of an operation: a call made in it is nested, also
+                // when this operation was started at the top of an `install`.
+                let _within = ctx.set_install_top(false);
                 return op(ctx);
             }
         }
@@ -202,6 +222,24 @@ impl Registry {
             }
             None => self.in_worker_blocking(op),
         }
+    }
+
+    /// Runs `op` inside this pool for [`ThreadPool::install`](crate::ThreadPool::install).
+    ///
+    /// A thread already inside the pool runs `op` as it is: in a loop body or a task it stays
+    /// nested. A thread that enters the pool here — from outside, or on a worker when every guest
+    /// slot is taken — runs `op` at the pool's top: the parallel calls it makes are outermost, as
+    /// if made from outside (the tree strategy hands them out and times them), while the calls
+    /// made inside their work are nested. rayon users wrap their parallel code in `install` to
+    /// run it on a pool of their own, and it must not lose the tree distribution there.
+    pub(crate) fn install<R: Send>(&self, op: impl FnOnce() -> R + Send) -> R {
+        if self.current_context_is_this() {
+            return op();
+        }
+        self.in_context(|ctx| {
+            let _top = ctx.set_install_top(true);
+            op()
+        })
     }
 
     fn claim_guest(&self) -> Option<usize> {
@@ -522,6 +560,18 @@ impl Drop for BusyMark<'_> {
 }
 
 /// Sets `CURRENT` for the duration of a context and restores it (also on unwind).
+/// Restores a context's install-top mark when dropped (see [`WorkerCtx::set_install_top`]).
+struct InstallTop<'a> {
+    mark: &'a Cell<bool>,
+    before: bool,
+}
+
+impl Drop for InstallTop<'_> {
+    fn drop(&mut self) {
+        self.mark.set(self.before);
+    }
+}
+
 struct ContextScope<'a, 'r> {
     ctx: &'a WorkerCtx<'r>,
     previous: *const WorkerCtx<'static>,
@@ -581,6 +631,16 @@ impl<'r> WorkerCtx<'r> {
             slot,
             deque,
             rng: Cell::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
+            at_install_top: Cell::new(false),
+        }
+    }
+
+    /// Marks whether the thread is at the top of an `install` (see [`Registry::install`]) until
+    /// the returned guard restores the mark before, also when unwinding.
+    fn set_install_top(&self, value: bool) -> InstallTop<'_> {
+        InstallTop {
+            mark: &self.at_install_top,
+            before: self.at_install_top.replace(value),
         }
     }
 

@@ -304,6 +304,18 @@ mod tests {
         }
         assert!(pool.timespan() < ceiling, "{calls} calls");
         assert!(calls >= WINDOW_CALLS, "lowered after {calls} calls");
+
+        // Calls at the top of `install` are outermost too.
+        let pool = pool_calibrated_at(ceiling);
+        let calls = pool.install(|| {
+            let mut calls = 0;
+            while pool.timespan() == ceiling && calls < 250 * WINDOW_CALLS {
+                outermost_call(&pool, &tree);
+                calls += 1;
+            }
+            calls
+        });
+        assert!(pool.timespan() < ceiling, "{calls} calls in install");
     }
 
     #[test]
@@ -314,11 +326,15 @@ mod tests {
             nested: crate::NestedCalls::Tree,
             ..crate::TreeConfig::default()
         });
-        pool.install(|| {
-            for _ in 0..4 * WINDOW_CALLS {
-                outermost_call(&pool, &nested_tree);
-            }
-        });
+        // Calls from a `join` closure are nested, here with the tree distribution.
+        pool.join(
+            || {
+                for _ in 0..4 * WINDOW_CALLS {
+                    outermost_call(&pool, &nested_tree);
+                }
+            },
+            || (),
+        );
         for _ in 0..4 * WINDOW_CALLS {
             outermost_call(&pool, &crate::Strategy::Static);
         }

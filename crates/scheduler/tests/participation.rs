@@ -51,27 +51,24 @@ fn all_workers_take_part_when_called_from_inside_the_pool() {
     let threads = 3;
     let pool = pool(threads);
     let (tx, rx) = std::sync::mpsc::channel();
-    let pool_ref = &pool;
-    std::thread::scope(|s| {
-        s.spawn(move || {
-            // Inside the pool with nothing queued on this thread: the nested call hands its work
-            // out at once (a nested call of the default tree runs inline only while the thread's
-            // deque holds a task; see `nested_calls_run_inline_while_the_deque_holds_a_task`).
-            pool_ref.install(|| {
-                let started = AtomicUsize::new(0);
-                let workers = Mutex::new(HashSet::new());
-                pool_ref.parallel_for(0..threads, |_| {
-                    workers
-                        .lock()
-                        .unwrap()
-                        .insert(pool_ref.current_thread_index());
-                    // Relaxed: an arrival for `rendezvous`; the set is behind its mutex.
-                    started.fetch_add(1, Ordering::Relaxed);
-                    rendezvous(&started, threads, "from inside the pool");
-                });
-                tx.send(workers.into_inner().unwrap()).unwrap();
-            });
+    let pool_ref = std::sync::Arc::new(pool);
+    let in_task = std::sync::Arc::clone(&pool_ref);
+    // A task runs on a worker with nothing queued on its deque: the nested call hands its work
+    // out at once (a nested call of the default tree runs inline only while the thread's deque
+    // holds a task; see `nested_calls_run_inline_while_the_deque_holds_a_task`).
+    pool_ref.spawn(move || {
+        let started = AtomicUsize::new(0);
+        let workers = Mutex::new(HashSet::new());
+        in_task.parallel_for(0..threads, |_| {
+            workers
+                .lock()
+                .unwrap()
+                .insert(in_task.current_thread_index());
+            // Relaxed: an arrival for `rendezvous`; the set is behind its mutex.
+            started.fetch_add(1, Ordering::Relaxed);
+            rendezvous(&started, threads, "from inside the pool");
         });
+        tx.send(workers.into_inner().unwrap()).unwrap();
     });
     let seen = rx.recv().unwrap();
     assert_eq!(seen.len(), threads);
@@ -310,16 +307,61 @@ fn a_nested_call_with_an_empty_deque_halves_lazily() {
     let pool = pool(2);
     let _busy = BusyWorkers::hold(&pool);
     let at = Mutex::new(Vec::new());
-    // `install` from outside runs its closure on this thread, inside the pool (the call is
-    // nested) and with an empty deque.
-    pool.install(|| {
-        pool.parallel_for(0..64, |i| {
-            if i == 0 || i == 31 || i == 40 {
-                at.lock().unwrap().push((i, queued(&pool).0));
-            }
-        });
+    // Made in the first iteration of an outermost call, which this thread runs within its
+    // timespan: nothing is on its deque yet (the outer call's other share waits in worker 1's
+    // inbox).
+    pool.parallel_for(0..100, |j| {
+        if j == 0 {
+            pool.parallel_for(0..64, |i| {
+                if i == 0 || i == 31 || i == 40 {
+                    at.lock().unwrap().push((i, queued(&pool).0));
+                }
+            });
+        }
     });
     assert_eq!(at.into_inner().unwrap(), vec![(0, 1), (31, 1), (40, 1)]);
+}
+
+/// A call made directly in the closure of an `install` that entered the pool from outside is
+/// outermost: the tree hands worker 1 its share, as for a call from outside. Calls made in its
+/// work — a `join` closure, a loop body, an `install` from inside the pool — stay nested.
+#[test]
+fn calls_at_the_top_of_install_are_outermost() {
+    let pool = pool(2);
+    let _busy = BusyWorkers::hold(&pool);
+    // (this thread's deque, worker 1's queues) during iteration 0 of a 1 000-iteration call.
+    let at_first = || {
+        let first = Mutex::new(None);
+        pool.parallel_for(0..1000, |i| {
+            if i == 0 {
+                *first.lock().unwrap() = Some(queued(&pool));
+            }
+        });
+        first.into_inner().unwrap().unwrap()
+    };
+    let from_a_body = |call: &(dyn Fn() -> (usize, usize) + Sync)| {
+        let seen = Mutex::new(None);
+        pool.parallel_for(0..100, |j| {
+            if j == 0 {
+                *seen.lock().unwrap() = Some(call());
+            }
+        });
+        seen.into_inner().unwrap().unwrap()
+    };
+    // Handed out: worker 1's share waits in its inbox, nothing on this thread's deque.
+    assert_eq!(at_first(), (0, 1));
+    assert_eq!(pool.install(at_first), (0, 1));
+    assert_eq!(pool.install(|| pool.install(at_first)), (0, 1));
+    // In a `join` closure: inline while the second closure is queued.
+    assert_eq!(pool.install(|| pool.join(at_first, || ()).0), (1, 0));
+    // In a body of the outer call (its other share in worker 1's inbox): halves, the upper
+    // half on this thread's deque; the same through an `install` made there.
+    assert_eq!(pool.install(|| from_a_body(&at_first)), (1, 1));
+    assert_eq!(
+        pool.install(|| from_a_body(&|| pool.install(at_first))),
+        (1, 1)
+    );
+    assert_eq!(from_a_body(&|| pool.install(at_first)), (1, 1));
 }
 
 /// The first iteration run by a thread other than the caller, while the caller runs iteration 0

@@ -157,7 +157,8 @@ impl Default for TreeConfig {
 }
 
 /// How the tree strategy runs a call made from inside the pool — from a loop body, a `join` or
-/// `scope` closure, or a spawned task — as opposed to an outermost call from outside it.
+/// `scope` closure, or a spawned task — as opposed to an outermost call, made from outside it or
+/// at the top of [`ThreadPool::install`](crate::ThreadPool::install)'s closure.
 ///
 /// An outermost loop is where the tree distribution pays: all threads are idle, the hand-off
 /// reaches them in `⌈log_K P⌉` steps, and the timespan keeps a balanced loop free of tasks. Inside
@@ -620,7 +621,7 @@ fn run_loop_entered(registry: &Registry, strategy: &Strategy, range: Range<usize
         return;
     }
     // Decided before entering: inside this pool already means called from a body or a task.
-    let nested = registry.current_context_is_this();
+    let nested = registry.call_is_nested();
     let mut range = range;
     if nested
         && matches!(strategy, Strategy::Tree(config) if config.nested == NestedCalls::LazyInline)
