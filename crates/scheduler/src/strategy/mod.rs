@@ -289,6 +289,11 @@ pub(crate) enum Body<'a> {
 
 impl Body<'_> {
     /// Runs the whole range on the calling thread, in order.
+    ///
+    /// Inline, as [`run_loop`]'s one-thread path around it: without the attribute it was a call
+    /// of its own in every nested call of a one-thread pool (the loop entries are instantiated in
+    /// the caller's crate, which cannot inline it otherwise).
+    #[inline]
     fn run_all(self, range: Range<usize>) {
         match self {
             Body::Index(body) => range.for_each(body),
