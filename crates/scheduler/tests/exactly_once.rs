@@ -125,7 +125,8 @@ fn concurrent_calls_from_four_outside_threads() {
 }
 
 /// More concurrent outside callers than guest slots: the extra callers block while a worker runs
-/// their call, and every call still completes exactly once.
+/// their call, and every call still completes exactly once. Every other caller makes its calls at
+/// the top of an `install`, so some of them are outermost calls made on a worker.
 #[test]
 fn more_outside_callers_than_guest_slots() {
     let pool = pool(2);
@@ -135,16 +136,22 @@ fn more_outside_callers_than_guest_slots() {
             let (pool, barrier) = (&pool, &barrier);
             s.spawn(move || {
                 barrier.wait();
-                for round in 0..20 {
-                    let range = 0..(500 + caller + round);
-                    let hits = Hits::new(&range);
-                    pool.parallel_for(range, |i| {
-                        if i % 50 == 0 {
-                            std::thread::sleep(Duration::from_micros(50));
-                        }
-                        hits.hit(i);
-                    });
-                    hits.check(&format!("caller {caller} round {round}"));
+                let rounds = || {
+                    for round in 0..20 {
+                        let range = 0..(500 + caller + round);
+                        let hits = Hits::new(&range);
+                        pool.parallel_for(range, |i| {
+                            if i % 50 == 0 {
+                                std::thread::sleep(Duration::from_micros(50));
+                            }
+                            hits.hit(i);
+                        });
+                        hits.check(&format!("caller {caller} round {round}"));
+                    }
+                };
+                match caller % 2 {
+                    0 => rounds(),
+                    _ => pool.install(rounds),
                 }
             });
         }

@@ -56,6 +56,9 @@ enum Plan {
     },
     Join(Box<Plan>, Box<Plan>),
     Scope(Vec<Plan>),
+    /// Runs the plan in `install`: at the top of the pool from an outside caller (its calls are
+    /// outermost), nested from inside.
+    Install(Box<Plan>),
 }
 
 /// Numbers the leaves of the plans of one round.
@@ -72,6 +75,8 @@ impl Ids {
 
 fn random_plan(rng: &mut SplitMix, ids: &mut Ids, depth: usize, strategies: &[Strategy]) -> Plan {
     let choice = match depth {
+        // A caller's plan: a loop, at times run in `install` (where its calls are outermost too).
+        3 if rng.below(4) == 0 => 10,
         3 => 9,
         0 => rng.below(5),
         _ => rng.below(10),
@@ -85,6 +90,10 @@ fn random_plan(rng: &mut SplitMix, ids: &mut Ids, depth: usize, strategies: &[St
             id: ids.take(),
             worker: rng.below(1 << 16),
         },
+        10 => Plan::Install(Box::new(random_plan(rng, ids, 3, strategies))),
+        5 if rng.below(4) == 0 => {
+            Plan::Install(Box::new(random_plan(rng, ids, depth - 1, strategies)))
+        }
         5 => Plan::Join(
             Box::new(random_plan(rng, ids, depth - 1, strategies)),
             Box::new(random_plan(rng, ids, depth - 1, strategies)),
@@ -169,6 +178,7 @@ fn execute(pool: &ThreadPool, plan: &Plan, counters: &Counters) {
                 s.spawn(move |_| execute(pool, child, counters));
             }
         }),
+        Plan::Install(child) => pool.install(|| execute(pool, child, counters)),
     }
 }
 
@@ -183,6 +193,7 @@ fn leaves(plan: &Plan, out: &mut Vec<usize>) {
             leaves(a, out);
             leaves(b, out);
         }
+        Plan::Install(child) => leaves(child, out),
     }
 }
 
