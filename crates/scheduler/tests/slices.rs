@@ -340,6 +340,58 @@ impl Drop for Nothing {
     }
 }
 
+/// The payload with which the counting comparator below gives up.
+struct TooManyComparisons;
+
+/// A comparator that is not a total order leaves the slice in some order and may panic (as
+/// std's `sort_unstable_by` may), but the slice stays a permutation of its input and the sort
+/// takes O(n log n) comparisons. With `|_, _| Less` every split of a piece removed only its
+/// pivot: before the bad-split budget (`BAD_SPLITS` in `slice/sort.rs`) this sort made about
+/// n²/2 comparisons and ran for minutes; here it gives up after 8·n·log₂ n.
+#[test]
+fn a_comparator_that_is_not_a_total_order_takes_n_log_n_comparisons() {
+    use std::cmp::Ordering::{Greater, Less};
+    let pool = pool(2);
+    let n: usize = 300_000; // above the pieces' size floor (2^18), so pieces are split
+    let bound = 8 * n * (usize::BITS - n.leading_zeros()) as usize;
+    type Compare = fn(&u64, &u64) -> std::cmp::Ordering;
+    let comparators: [(&str, Compare); 3] = [
+        ("always less", |_, _| Less),
+        ("always greater", |_, _| Greater),
+        ("every 7th below everything", |a, b| {
+            if a % 7 == 0 || b % 7 == 0 {
+                Less
+            } else {
+                a.cmp(b)
+            }
+        }),
+    ];
+    for (name, compare) in comparators {
+        let input = random_u64s(n, 3);
+        let mut v = input.clone();
+        let calls = AtomicUsize::new(0);
+        let result = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.sort_unstable_by(&mut v, |a, b| {
+                // Relaxed: a count, read after the sort.
+                if calls.fetch_add(1, Ordering::Relaxed) > bound {
+                    panic::panic_any(TooManyComparisons);
+                }
+                compare(a, b)
+            });
+        }));
+        if let Err(payload) = result {
+            assert!(
+                !payload.is::<TooManyComparisons>(),
+                "{name}: more than {bound} comparisons for {n} elements"
+            );
+        }
+        let (mut sorted, mut expected) = (v, input);
+        sorted.sort_unstable();
+        expected.sort_unstable();
+        assert!(sorted == expected, "{name}: not a permutation of the input");
+    }
+}
+
 #[test]
 fn zero_sized_elements_sort_with_every_strategy() {
     let pool = pool(2);

@@ -295,6 +295,13 @@ impl ThreadPool {
     /// sample and a list of pieces, never a copy of `data`. Unlike rayon, `T` must be `Sync` as
     /// well (the threads partitioning in parallel read the same pivot).
     ///
+    /// # Panics
+    ///
+    /// If `compare` panics: the panic propagates once every thread of the sort has stopped, and
+    /// `data` holds a permutation of its input. If `compare` is not a total order, the order
+    /// `data` is left in is unspecified and the sort may panic, as `slice::sort_unstable_by` may;
+    /// either way it takes O(n log n) comparisons and leaves a permutation.
+    ///
     /// ```
     /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     /// let mut v = vec![5, 3, 9, 1];

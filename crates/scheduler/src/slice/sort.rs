@@ -84,6 +84,9 @@
 //! Every element is only ever moved by `swap`, so a panicking comparison leaves the slice a
 //! permutation of its input, and the panic propagates to the caller (the other lanes then stop
 //! taking pieces). The sort allocates only its pivot samples and the list of waiting pieces.
+//! A piece whose splits keep going badly (a comparator that is not a total order, or an input
+//! built against the pivot sample) is sorted on one thread after [`BAD_SPLITS`] of them, so the
+//! sort takes O(n log n) comparisons whatever the comparator does.
 
 use std::cmp::Ordering;
 use std::ops::Range;
@@ -119,6 +122,15 @@ const LOMUTO_MAX_ELEMENT: usize = 8;
 /// A lane also splits the piece it holds while no other piece is waiting, down to this many
 /// elements (about 0.4 ms of std's sort here), so that a lane running out of work finds one.
 const TAIL_MIN_PIECE: usize = 1 << 15;
+/// How many bad splits a piece and the pieces split from it may take before what is left of it
+/// is sorted on one thread by `slice::sort_unstable_by`, which takes O(n log n) comparisons
+/// whatever the input (as pdqsort falls back to heapsort). A split is bad when its larger side
+/// keeps more than 15/16 of the piece ([`is_bad_split`]). With a total order the median of the
+/// pivot sample makes that rare; with a comparator that is not one (`|_, _| Ordering::Less`, or
+/// `partial_cmp(…).unwrap_or(Less)` on NaNs) every split can be bad, and each then removed only
+/// its pivot: a sort of 3·10^5 `u64` with `|_, _| Ordering::Less` on 2 threads ran for minutes
+/// (about n²/2 comparisons) instead of milliseconds.
+const BAD_SPLITS: u32 = 4;
 
 pub(crate) fn sort_unstable_by<T, F>(
     registry: &Registry,
@@ -166,7 +178,8 @@ impl<F> Sorter<'_, F> {
         }
         let (lower, upper) = self.split(data, threads);
         let cutoff = (len / (threads * PIECES_PER_THREAD)).max(MIN_PIECE);
-        self.sort_pieces([lower, upper], threads, cutoff);
+        let budget = BAD_SPLITS - u32::from(is_bad_split(len, lower.len(), upper.len()));
+        self.sort_pieces([lower, upper], budget, threads, cutoff);
     }
 
     /// Partitions `data` around a pivot (see [`Self::choose_pivot`]) with `lanes` lanes; returns the elements below the pivot and those above it,
@@ -210,7 +223,10 @@ impl<F> Sorter<'_, F> {
     /// takes more of the work. A lane never waits for another: a lane that finds no piece
     /// waiting stops, which leaves at most the pieces other lanes are still splitting to them
     /// (and needs no care if the comparator itself runs pool work on a lane's thread).
-    fn sort_pieces<T>(&self, parts: [&mut [T]; 2], threads: usize, cutoff: usize)
+    ///
+    /// `budget`: the bad splits the two parts may still take (see [`BAD_SPLITS`]); a piece
+    /// inherits what is left of its parent's.
+    fn sort_pieces<T>(&self, parts: [&mut [T]; 2], budget: u32, threads: usize, cutoff: usize)
     where
         T: Send + Sync,
         F: Fn(&T, &T) -> Ordering + Sync,
@@ -218,6 +234,7 @@ impl<F> Sorter<'_, F> {
         let waiting = Mutex::new(Vec::from(parts.map(|part| PartPtr {
             ptr: part.as_mut_ptr(),
             len: part.len(),
+            budget,
         })));
         let failed = AtomicBool::new(false);
         let lock = || waiting.lock().unwrap_or_else(|e| e.into_inner());
@@ -230,7 +247,12 @@ impl<F> Sorter<'_, F> {
                     let largest = (0..waiting.len()).max_by_key(|&i| waiting[i].len);
                     largest.map(|i| waiting.swap_remove(i))
                 };
-                let Some(PartPtr { ptr, len }) = next else {
+                let Some(PartPtr {
+                    ptr,
+                    len,
+                    mut budget,
+                }) = next
+                else {
                     return;
                 };
                 // SAFETY: the waiting pieces are disjoint parts of the slice (the two parts we
@@ -238,8 +260,12 @@ impl<F> Sorter<'_, F> {
                 // splitting it no longer touches), and each is taken out of `waiting` by one
                 // lane only, under the mutex, so no two live `&mut` overlap.
                 let mut piece = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-                while piece.len() > cutoff || (piece.len() > TAIL_MIN_PIECE && lock().is_empty()) {
+                while budget > 0
+                    && (piece.len() > cutoff || (piece.len() > TAIL_MIN_PIECE && lock().is_empty()))
+                {
+                    let len = piece.len();
                     let (lower, upper) = self.split(piece, 1);
+                    budget -= u32::from(is_bad_split(len, lower.len(), upper.len()));
                     let (keep, give) = if lower.len() < upper.len() {
                         (lower, upper)
                     } else {
@@ -248,6 +274,7 @@ impl<F> Sorter<'_, F> {
                     lock().push(PartPtr {
                         ptr: give.as_mut_ptr(),
                         len: give.len(),
+                        budget,
                     });
                     piece = keep;
                 }
@@ -333,6 +360,14 @@ fn sample_starts(len: usize, run: usize) -> impl Iterator<Item = usize> {
 struct PartPtr<T> {
     ptr: *mut T,
     len: usize,
+    /// The bad splits it may still take ([`BAD_SPLITS`]).
+    budget: u32,
+}
+
+/// Whether splitting `len` elements into sides of `lower` and `upper` (the pivot and the elements
+/// equal to it placed between them) left the larger side with more than 15/16 of them.
+fn is_bad_split(len: usize, lower: usize, upper: usize) -> bool {
+    lower.max(upper) > len - len / 16
 }
 
 // SAFETY: only used to rebuild a `&mut [T]` from a disjoint `&mut [T]` on another thread, which
@@ -673,7 +708,7 @@ mod tests {
         let (a, b) = data.split_at_mut(half);
         SORTED_PIECES.with(|sorted| sorted.borrow_mut().clear());
         // No cutoff: only the tail rule splits.
-        sorter.sort_pieces([a, b], 1, usize::MAX);
+        sorter.sort_pieces([a, b], BAD_SPLITS, 1, usize::MAX);
         let sorted = SORTED_PIECES.with(|sorted| sorted.take());
         assert!(data[..half].is_sorted() && data[half..].is_sorted());
         // The first part is sorted whole (the second waits meanwhile); the second, taken with
