@@ -74,6 +74,8 @@ pub fn run(command: Command) -> Result<(), CliError> {
 /// [`CliError`] for an unknown kernel or scheduler (listing the valid names), a parameter given
 /// twice, or one that no selected kernel takes.
 ///
+/// # Examples
+///
 /// ```
 /// use clap::Parser;
 /// use parbench_cli::args::{Cli, Command};

@@ -153,6 +153,8 @@ fn parse_poll_ms(text: &str) -> Result<usize, String> {
 /// # Errors
 /// [`CliError::Usage`] for an empty command (a leading, trailing or doubled `:::`).
 ///
+/// # Examples
+///
 /// ```
 /// use parbench_cli::corun::split_commands;
 /// let words: Vec<String> = ["a", "1", ":::", "b"].map(String::from).to_vec();
@@ -507,6 +509,8 @@ fn check_started(report: &CorunReport) -> Result<(), CliError> {
 ///
 /// # Errors
 /// [`CliError::Map`] for an unknown name.
+///
+/// # Examples
 ///
 /// ```
 /// use parbench_cli::corun::compared_algorithms;

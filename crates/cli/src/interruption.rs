@@ -104,6 +104,8 @@ fn kill_through_pidfd(pidfd: libc::c_int) -> io::Result<()> {
 /// # Errors
 /// The OS error of `sigaction`.
 ///
+/// # Examples
+///
 /// ```no_run
 /// parbench_cli::interruption::stop_on_signals()?;
 /// assert_eq!(parbench_cli::interruption::received(), None);

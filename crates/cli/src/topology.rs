@@ -40,6 +40,8 @@ impl TopologyArgs {
     /// [`CliError::Topology`] for a malformed description, a missing or invalid XML file, or
     /// when hwloc cannot discover this machine.
     ///
+    /// # Examples
+    ///
     /// ```
     /// use parbench_cli::topology::TopologyArgs;
     /// let args = TopologyArgs { synthetic: Some("pack:1 core:4 pu:2".into()), xml: None };

@@ -523,6 +523,8 @@ pub enum ExecutorError {
 /// # Errors
 /// [`ExecutorError::TooManyThreads`] naming the limit that binds.
 ///
+/// # Examples
+///
 /// ```
 /// use parbench_kernels::{check_thread_count, ExecutorError};
 /// assert!(check_thread_count(2).is_ok());

@@ -108,6 +108,8 @@ pub enum MappingOutcome {
 /// [`MappingRunError::Map`] when a mapping cannot be built (e.g. more threads than PUs),
 /// [`MappingRunError::Run`] when pinning fails or a workload panics.
 ///
+/// # Examples
+///
 /// ```
 /// use parbench_mapper::{run_mappings, Algorithm, InstructionMix, MappingOutcome, Topology, Workload};
 /// let t = Topology::synthetic("core:2 pu:2")?;

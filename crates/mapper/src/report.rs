@@ -99,6 +99,8 @@ impl ModelComparison {
 /// # Errors
 /// The [`MapError`]s of [`Algorithm::map`] (no threads, more threads than PUs).
 ///
+/// # Examples
+///
 /// ```
 /// use parbench_mapper::{compare_on_model, nas_like_mixes, threads_in_blocks, Topology};
 /// let t = Topology::synthetic("pack:1 core:8 pu:2")?;
@@ -236,6 +238,8 @@ pub struct MapReport {
 /// # Errors
 /// [`MapError`] for zero threads, fewer threads than workloads or more threads than PUs.
 ///
+/// # Examples
+///
 /// ```
 /// use parbench_mapper::{declared_kernel_mixes, map_report, Algorithm, MapError, Topology};
 /// let t = Topology::synthetic("core:2 pu:2")?;
@@ -311,6 +315,8 @@ impl fmt::Display for MapReport {
 ///
 /// # Errors
 /// [`MapError::FewerThreadsThanWorkloads`] on topologies with fewer than 8 PUs.
+///
+/// # Examples
 ///
 /// ```
 /// let t = parbench_mapper::Topology::synthetic("pack:2 core:4 pu:2")?;

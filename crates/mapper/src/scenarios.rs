@@ -125,6 +125,8 @@ pub enum ScenarioOutcome {
 /// # Errors
 /// [`ScenarioError::Pin`] when pinning fails, [`ScenarioError::WorkloadPanicked`].
 ///
+/// # Examples
+///
 /// ```
 /// use parbench_mapper::{run_scenarios, ScenarioOutcome, Topology, Workload};
 /// let t = Topology::this_system()?;
@@ -313,6 +315,8 @@ pub enum SuiteOutcome {
 ///
 /// # Errors
 /// [`ScenarioError`] as [`run_scenarios`].
+///
+/// # Examples
 ///
 /// ```
 /// use parbench_mapper::{run_scenario_suite, SuiteOutcome, Topology, Workload};

@@ -211,6 +211,8 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
 /// [`TaskError::Gone`] when the thread does not exist, [`TaskError::Os`] for an unreadable or
 /// unparsable file.
 ///
+/// # Examples
+///
 /// ```
 /// use parbench_mapper::tasks::{cpus_allowed, Pid};
 /// let me = std::process::id() as Pid;
@@ -242,6 +244,8 @@ pub fn cpus_allowed(pid: Pid, tid: Pid) -> Result<Vec<usize>, TaskError> {
 /// [`TaskError::Gone`], [`TaskError::NotPermitted`], [`TaskError::CpuNotAllowed`] (for the
 /// first CPU, when the kernel rejects the set) or [`TaskError::Os`]; CPU numbers beyond the
 /// kernel's `cpu_set_t` are [`TaskError::CpuNotAllowed`].
+///
+/// # Examples
 ///
 /// ```
 /// use parbench_mapper::tasks::{set_thread_affinity, thread_affinity, Pid};
@@ -281,6 +285,8 @@ pub fn set_thread_affinity(tid: Pid, cpus: &[usize]) -> Result<(), TaskError> {
 /// # Errors
 /// As [`set_thread_affinity`].
 ///
+/// # Examples
+///
 /// ```
 /// use parbench_mapper::tasks::{pin_thread, thread_affinity, set_thread_affinity, Pid};
 /// let tid = unsafe { libc::gettid() } as Pid;
@@ -298,6 +304,8 @@ pub fn pin_thread(tid: Pid, cpu: usize) -> Result<(), TaskError> {
 ///
 /// # Errors
 /// [`TaskError::Gone`] for a thread that does not exist, [`TaskError::Os`] otherwise.
+///
+/// # Examples
 ///
 /// ```
 /// let me = std::process::id() as i32;

@@ -223,6 +223,8 @@ impl Topology {
     /// [`TopologyError::Discovery`] when hwloc fails, [`TopologyError::NoProcessingUnits`] when it
     /// reports no PU.
     ///
+    /// # Examples
+    ///
     /// ```
     /// let t = parbench_mapper::Topology::this_system()?;
     /// assert!(t.pus().len() >= 1);
@@ -243,6 +245,8 @@ impl Topology {
     /// [`TopologyError::Synthetic`] when hwloc rejects the description,
     /// [`TopologyError::SyntheticTooLarge`] when it has more than [`MAX_SYNTHETIC_PUS`] PUs
     /// (hwloc would build every one of them first).
+    ///
+    /// # Examples
     ///
     /// ```
     /// let t = parbench_mapper::Topology::synthetic("pack:1 core:4 pu:2")?;
@@ -277,6 +281,8 @@ impl Topology {
     ///
     /// # Errors
     /// [`TopologyError::Xml`] when the file is missing or not an hwloc XML topology.
+    ///
+    /// # Examples
     ///
     /// ```
     /// let missing = parbench_mapper::Topology::from_xml_file("/nonexistent/topo.xml");
@@ -436,6 +442,8 @@ impl Topology {
     /// # Errors
     /// [`TopologyError::PuOutOfRange`] for an index past the last PU.
     ///
+    /// # Examples
+    ///
     /// ```
     /// let t = parbench_mapper::Topology::synthetic("core:2 pu:2")?;
     /// assert_eq!(t.siblings(3)?, &[2, 3]);
@@ -462,6 +470,8 @@ impl Topology {
     /// # Errors
     /// [`TopologyError::PuOutOfRange`] for a bad index, [`TopologyError::BindRefused`] when the
     /// OS refuses (e.g. the CPU is outside this process's allowed set).
+    ///
+    /// # Examples
     ///
     /// ```
     /// let t = parbench_mapper::Topology::synthetic("core:2 pu:1")?;
@@ -531,6 +541,8 @@ fn push_core(
 ///
 /// # Errors
 /// [`TopologyError::BadArgument`] for any other form, plus the errors of the chosen constructor.
+///
+/// # Examples
 ///
 /// ```
 /// use parbench_mapper::parse_topology_arg;

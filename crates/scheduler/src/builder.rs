@@ -430,6 +430,8 @@ impl ThreadPoolBuilder {
     /// since every name is computed before the first thread starts, no thread is left behind.
     /// Panics of start handlers do not propagate (see [`start_handler`](Self::start_handler)).
     ///
+    /// # Examples
+    ///
     /// ```
     /// use parbench_scheduler::ThreadPoolBuilder;
     /// match ThreadPoolBuilder::new().num_threads(2).build() {
@@ -571,6 +573,8 @@ impl ThreadPoolBuilder {
     /// `build_global` leaves the global pool unbuilt: a corrected retry can succeed, and otherwise
     /// the first use builds the default pool. Concurrent calls are serialised; exactly one of them
     /// can succeed.
+    ///
+    /// # Examples
     ///
     /// ```
     /// use parbench_scheduler::{BuildError, Pinning, ThreadPoolBuilder};

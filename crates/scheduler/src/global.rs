@@ -92,6 +92,8 @@ fn default_pool() -> Result<ThreadPool, BuildError> {
 /// and in a start handler of [`build_global`](ThreadPoolBuilder::build_global): that pool becomes
 /// the global pool only once its start handlers have returned, so waiting for it would never end.
 ///
+/// # Examples
+///
 /// ```
 /// let pool = parbench_scheduler::global_pool();
 /// assert!(pool.num_threads() >= 1);

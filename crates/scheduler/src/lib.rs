@@ -375,6 +375,8 @@ pub fn spawn<F: FnOnce() + Send + 'static>(task: F) {
 /// [`SpawnError::NoSuchThread`] if `index` is not below [`current_num_threads`]; `task` is then
 /// dropped without running.
 ///
+/// # Examples
+///
 /// ```
 /// let (tx, rx) = std::sync::mpsc::channel();
 /// parbench_scheduler::spawn_on(0, move || tx.send(7).unwrap()).unwrap();

@@ -186,6 +186,8 @@ impl ThreadPool {
     /// [`SpawnError::NoSuchThread`] if `index` is not below [`num_threads`](Self::num_threads);
     /// `task` is then dropped without running.
     ///
+    /// # Examples
+    ///
     /// ```
     /// use parbench_scheduler::{SpawnError, ThreadPoolBuilder};
     /// let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
@@ -379,6 +381,8 @@ impl ThreadPool {
     /// (`b` still runs after a panic of `a`, here or on the thread that stole it). If both
     /// panic, `join` panics with the value from `a`.
     ///
+    /// # Examples
+    ///
     /// ```
     /// use std::sync::atomic::{AtomicBool, Ordering};
     /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
@@ -407,6 +411,8 @@ impl ThreadPool {
     /// A panic stops neither `op` nor any task: once all have finished, `scope` panics with
     /// `op`'s panic if it panicked, else with the first panic of a task (rayon propagates one of
     /// them, not saying which).
+    ///
+    /// # Examples
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};

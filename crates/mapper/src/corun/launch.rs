@@ -268,6 +268,8 @@ pub fn stop_signal() -> Option<i32> {
 /// # Errors
 /// The OS error of `sigaction`.
 ///
+/// # Examples
+///
 /// ```no_run
 /// let stop = parbench_mapper::corun::stop_on_termination_signals()?;
 /// assert!(!stop.load(std::sync::atomic::Ordering::Relaxed));

@@ -357,6 +357,8 @@ fn members(pgid: Pid, processes: &[ProcessStat]) -> Vec<Pid> {
 /// planned topology with a pinning algorithm. A command that fails to start is *not* an error:
 /// its outcome says so.
 ///
+/// # Examples
+///
 /// ```
 /// use parbench_mapper::corun::{corun, CommandSpec, CommandStatus, CorunOptions, ChildOutput};
 /// use parbench_mapper::{Algorithm, Topology};
@@ -516,6 +518,8 @@ pub fn corun(
 /// # Errors
 /// [`CorunError::NoCommands`] for no target, [`CorunError::NoSuchProcess`] for a process that
 /// does not exist, [`CorunError::NotThisSystem`] for a planned topology.
+///
+/// # Examples
 ///
 /// ```
 /// use parbench_mapper::corun::map_running;

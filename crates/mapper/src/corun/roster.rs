@@ -94,6 +94,8 @@ impl<'t> Roster<'t> {
     /// # Errors
     /// [`MapError`] from the algorithm (not expected: `map_sharing` fits any thread count).
     ///
+    /// # Examples
+    ///
     /// ```
     /// use std::time::Duration;
     /// use parbench_mapper::corun::Roster;

@@ -150,6 +150,8 @@ impl Algorithm {
     /// [`MapError::NoThreads`] for an empty slice, [`MapError::TooManyThreads`] when the threads
     /// outnumber the PUs (not checked for [`Algorithm::Os`], which pins nothing).
     ///
+    /// # Examples
+    ///
     /// ```
     /// use parbench_mapper::{Algorithm, InstructionMix, Topology};
     /// let t = Topology::synthetic("core:2 pu:2")?;
@@ -196,6 +198,8 @@ impl Algorithm {
     ///
     /// # Errors
     /// [`MapError::NoThreads`] for an empty slice.
+    ///
+    /// # Examples
     ///
     /// ```
     /// use parbench_mapper::{Algorithm, InstructionMix, Topology};
@@ -362,6 +366,8 @@ impl Mapping {
 /// [`MapError::NoThreads`] for zero threads, [`MapError::FewerThreadsThanWorkloads`] when some
 /// workload would get no thread.
 ///
+/// # Examples
+///
 /// ```
 /// use parbench_mapper::{smt_bench_mixes, threads_in_blocks};
 /// let mixes = smt_bench_mixes();
@@ -398,6 +404,8 @@ pub fn threads_in_blocks(
 ///
 /// # Errors
 /// [`MapError::UnknownKernel`] (listing the valid names) for a name without a declaration.
+///
+/// # Examples
 ///
 /// ```
 /// let mixes = parbench_mapper::declared_kernel_mixes(&["fp-add", "load-dep"])?;

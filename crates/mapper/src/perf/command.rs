@@ -149,6 +149,8 @@ impl fmt::Display for CommandProfile {
 /// # Errors
 /// [`ProfileError::CommandFailed`] when the command cannot start; counter errors.
 ///
+/// # Examples
+///
 /// ```
 /// use parbench_mapper::perf::{profile_command, ProfileRequest, Quantity};
 /// let argv = vec!["sh".to_owned(), "-c".to_owned(), "true".to_owned()];

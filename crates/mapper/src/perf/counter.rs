@@ -80,6 +80,8 @@ impl EventCounter {
     /// `ENOSYS` under qemu-user, `EOPNOTSUPP`, `ENODEV`: no PMU, or a PMU without this code),
     /// [`ProfileError::PermissionDenied`] for `EACCES`/`EPERM`, [`ProfileError::Os`] otherwise.
     ///
+    /// # Examples
+    ///
     /// ```
     /// use parbench_mapper::perf::{event_table, CpuFamily, EventCounter, ProfileError};
     /// let cycles = event_table(CpuFamily::Other).into_iter().find(|e| e.name == "cycles").unwrap();
@@ -103,6 +105,8 @@ impl EventCounter {
     /// # Errors
     /// As [`open_on_current_thread`](Self::open_on_current_thread).
     ///
+    /// # Examples
+    ///
     /// ```
     /// use parbench_mapper::perf::{EventCounter, SOFTWARE_EVENTS};
     /// let mut counter = EventCounter::open_for_next_exec(&SOFTWARE_EVENTS[0])?;
@@ -123,6 +127,8 @@ impl EventCounter {
     /// # Errors
     /// As [`open_on_current_thread`](Self::open_on_current_thread); a thread that does not exist
     /// is [`ProfileError::Os`] with `ESRCH`.
+    ///
+    /// # Examples
     ///
     /// ```
     /// use parbench_mapper::perf::{EventCounter, SOFTWARE_EVENTS};

@@ -198,6 +198,8 @@ pub struct Profile {
 /// workload panics; counter errors on a thread (rare once the probe succeeded). Unavailable
 /// events are *not* errors: they are listed in [`Profile::unavailable`].
 ///
+/// # Examples
+///
 /// ```
 /// use parbench_mapper::perf::{profile_threads, ProfileRequest, Quantity};
 /// let profile = profile_threads(&ProfileRequest::for_this_machine("spin", 1), |_| {
@@ -321,6 +323,8 @@ impl Profile {
     /// [`ProfileError::NoInstructionMix`] when a class count is unavailable (always the case
     /// without a PMU).
     ///
+    /// # Examples
+    ///
     /// ```
     /// use parbench_mapper::perf::{profile_threads, ProfileError, ProfileRequest};
     /// let p = profile_threads(&ProfileRequest::software_only("idle", 1), |_| {})?;
@@ -360,6 +364,8 @@ impl Profile {
     ///
     /// # Errors
     /// [`ProfileError::NoInstructionMix`] as for [`thread_mixes`](Self::thread_mixes).
+    ///
+    /// # Examples
     ///
     /// ```
     /// use parbench_mapper::perf::{profile_threads, ProfileRequest};
@@ -407,6 +413,8 @@ impl Profile {
     /// # Errors
     /// [`ProfileError::File`] for a missing/unreadable file, [`ProfileError::Json`] for content
     /// that is not a profile.
+    ///
+    /// # Examples
     ///
     /// ```
     /// use parbench_mapper::perf::{profile_threads, Profile, ProfileError, ProfileRequest};

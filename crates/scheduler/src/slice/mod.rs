@@ -302,6 +302,8 @@ impl ThreadPool {
     /// `data` is left in is unspecified and the sort may panic, as `slice::sort_unstable_by` may;
     /// either way it takes O(n log n) comparisons and leaves a permutation.
     ///
+    /// # Examples
+    ///
     /// ```
     /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     /// let mut v = vec![5, 3, 9, 1];
