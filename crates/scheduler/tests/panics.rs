@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use fixtures::{Hits, all_strategies, pool};
+use parbench_scheduler::{Strategy, TreeConfig, TreeTimespan};
 
 fn message(payload: Box<dyn std::any::Any + Send>) -> String {
     payload
@@ -180,4 +181,36 @@ fn a_panicking_call_does_not_disturb_a_concurrent_one() {
         panicker.join().unwrap();
         worker.join().unwrap();
     });
+}
+
+/// A panic stops a loop over (almost) the whole of `usize` with every strategy, including the
+/// tree without a timespan: its pieces of more than `u32::MAX` iterations are halved into tasks,
+/// and a piece taken after the call stopped used to be halved on without running anything, about
+/// 2^31 tasks for `0..usize::MAX` (minutes), instead of ending.
+#[test]
+fn a_panic_stops_a_loop_over_usize_max_iterations_with_every_strategy() {
+    const PATIENCE: Duration = Duration::from_secs(60);
+    let mut strategies = all_strategies();
+    strategies.push(Strategy::Tree(TreeConfig {
+        timespan: TreeTimespan::Fixed(Duration::ZERO),
+        ..TreeConfig::default()
+    }));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let pool = pool(2);
+        for strategy in strategies {
+            let result = panic::catch_unwind(AssertUnwindSafe(|| {
+                pool.parallel_for_with(&strategy, 0..usize::MAX, |i| {
+                    assert!(i < 1000, "stop");
+                });
+            }));
+            assert_eq!(message(result.unwrap_err()), "stop", "{strategy:?}");
+            tx.send(strategy).unwrap();
+        }
+    });
+    for _ in 0..all_strategies().len() + 1 {
+        if let Err(e) = rx.recv_timeout(PATIENCE) {
+            panic!("a loop did not stop after its panic ({e})");
+        }
+    }
 }

@@ -444,6 +444,12 @@ fn run_for_timespan(
         TreeTimespan::Fixed(duration) => timer::duration_to_ticks(duration),
         TreeTimespan::Disabled => 0,
     };
+    if timespan == 0 && call.stopped() {
+        // Without a timespan nothing below runs an iteration, which is what tells a piece that
+        // the call stopped; `run_piece` would then halve a rest of more than `u32::MAX`
+        // iterations into tasks that each do the same (about 2^31 of them for `0..usize::MAX`).
+        return None;
+    }
     let mut position = range.start;
     if timespan > 0 {
         let start = timer::now();
