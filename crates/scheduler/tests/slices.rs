@@ -114,6 +114,38 @@ fn map_collect_needs_neither_default_nor_clone() {
     assert!(tokens.iter().enumerate().all(|(i, t)| t.0 == i));
 }
 
+/// When `map` panics, every value it returned before is dropped once, as rayon's `collect`
+/// does (they used to be leaked), and none twice.
+#[test]
+fn a_panicking_map_collect_drops_every_value_made() {
+    for threads in [1, 2, 3] {
+        let pool = pool(threads);
+        for strategy in all_strategies() {
+            for (len, panic_at) in [(1000, 0), (1000, 999), (100_003, 77_777)] {
+                let made = AtomicUsize::new(0);
+                let drops = AtomicUsize::new(0);
+                let result = panic::catch_unwind(AssertUnwindSafe(|| {
+                    pool.map_collect_with(&strategy, 0..len, |i| {
+                        assert!(i != panic_at, "map");
+                        made.fetch_add(1, Ordering::Relaxed);
+                        Counted {
+                            key: i as u64,
+                            drops: &drops,
+                        }
+                    })
+                }));
+                let what = format!("{threads} threads, {strategy:?}, panic at {panic_at}");
+                assert!(result.is_err(), "{what}: no panic");
+                drop(result);
+                // Relaxed: read after the call returned, which waited for its tasks.
+                let (made, drops) = (made.into_inner(), drops.into_inner());
+                assert!(made < len, "{what}");
+                assert_eq!(drops, made, "{what}: {made} values made, {drops} dropped");
+            }
+        }
+    }
+}
+
 fn inputs() -> Vec<(&'static str, Vec<u64>)> {
     // Above the sequential cut-off (2^15) on both sides of a first split on 4 threads.
     let n = 70_000;

@@ -258,6 +258,14 @@ impl ThreadPool {
     /// `range.into_par_iter().map(map).collect::<Vec<_>>()`). `T` needs neither `Default` nor
     /// `Clone`.
     ///
+    /// # Panics
+    ///
+    /// If `map` panics: the panic propagates once every thread of the call has stopped, and every
+    /// value `map` returned until then has been dropped, as rayon's `collect` does. Also if
+    /// `range` is longer than a `Vec<T>` can hold, as `Vec::with_capacity` does.
+    ///
+    /// # Examples
+    ///
     /// ```
     /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     /// let names = pool.map_collect(0..3, |i| format!("item-{i}"));
