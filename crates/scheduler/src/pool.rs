@@ -277,7 +277,9 @@ impl ThreadPool {
     }
 
     /// Maps every index and combines the results; `combine` must be associative (it is applied
-    /// in index order) and `identity()` its neutral element.
+    /// in index order) and `identity()` its neutral element. Each chunk's result is combined with
+    /// those of the finished chunks next to it as soon as both are done, on the threads of the
+    /// call, so the partial results held at once stay a few per thread whatever the strategy.
     ///
     /// ```
     /// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
