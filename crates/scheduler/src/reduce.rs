@@ -43,14 +43,15 @@ where
 }
 
 /// The results of the finished parts of a reduction, by the index range each covers; no two
-/// of them adjacent once every [`Segments::finish`] has returned.
-struct Segments<T> {
+/// of them adjacent once every [`Segments::finish`] has returned. `map_collect` keeps its
+/// finished parts here too, with `()` results, so that it holds a few ranges, not one per part.
+pub(crate) struct Segments<T> {
     /// Start → (end, result).
     done: Mutex<BTreeMap<usize, (usize, T)>>,
 }
 
 impl<T> Segments<T> {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Segments {
             done: Mutex::new(BTreeMap::new()),
         }
@@ -61,7 +62,7 @@ impl<T> Segments<T> {
     /// segment looks for neighbours again; one without any is stored under the same lock as the
     /// look that found none. So two adjacent segments never both stay stored: whichever is
     /// stored second finds the other.
-    fn finish(&self, range: Range<usize>, value: T, combine: &impl Fn(T, T) -> T) {
+    pub(crate) fn finish(&self, range: Range<usize>, value: T, combine: &impl Fn(T, T) -> T) {
         let (mut start, mut end, mut value) = (range.start, range.end, value);
         loop {
             let (left, right) = {
@@ -95,6 +96,13 @@ impl<T> Segments<T> {
         }
     }
 
+    /// The stored segments, each its range and result.
+    pub(crate) fn into_segments(self) -> impl Iterator<Item = (Range<usize>, T)> {
+        let done = self.done.into_inner().unwrap_or_else(|e| e.into_inner());
+        done.into_iter()
+            .map(|(start, (end, value))| (start..end, value))
+    }
+
     /// The result of everything, if anything finished.
     fn into_total(self) -> Option<T> {
         let done = self.done.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -121,7 +129,7 @@ mod tests {
 
     /// One-iteration chunks on two threads: the partial results held stay a handful (the
     /// unmerged gaps between finished chunks), not one per iteration, and the result keeps
-    /// the index order of a combine that does not commute.
+    /// the index order of a combine that does not commute; `map_collect`'s finished parts too.
     #[test]
     fn one_iteration_chunks_hold_few_partial_results_and_keep_the_order() {
         let pool = crate::ThreadPoolBuilder::new()
@@ -149,6 +157,16 @@ mod tests {
             assert!(
                 most <= 64,
                 "{strategy:?}: {most} partial results held at once"
+            );
+
+            // `map_collect` notes its finished parts the same way.
+            MOST_HELD.store(0, Ordering::Relaxed);
+            let collected = pool.map_collect_with(&strategy, 0..n, |i| i);
+            assert!(collected.iter().copied().eq(0..n), "{strategy:?}");
+            let most = MOST_HELD.load(Ordering::Relaxed);
+            assert!(
+                most <= 64,
+                "{strategy:?}: map_collect held {most} ranges at once"
             );
         }
     }

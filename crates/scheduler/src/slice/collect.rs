@@ -5,14 +5,15 @@
 //! normally, which means every index ran (a strategy stops early only after a panic, and then the
 //! loop unwinds). If `map` panics, the values made before are dropped, as rayon's `collect` drops
 //! them: a part that `map` left unfinished drops what it wrote of itself, and the finished parts
-//! are noted (one uncontended lock per part, as `parallel_reduce` takes one per chunk) and
+//! are noted (one uncontended lock per part, as `parallel_reduce` takes one per chunk, and
+//! adjacent ones merged as its results are, so a few ranges are held, not one per part) and
 //! dropped before the panic propagates. Until then they were leaked.
 
 use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::Mutex;
 
+use crate::reduce::Segments;
 use crate::registry::Registry;
 use crate::strategy::Strategy;
 
@@ -29,8 +30,8 @@ where
     let len = range.len();
     let mut out: Vec<T> = Vec::with_capacity(len);
     let start = range.start;
-    // The parts whose every slot was written, as offsets into the vector.
-    let finished: Mutex<Vec<Range<usize>>> = Mutex::new(Vec::new());
+    // The parts whose every slot was written, as offsets into the vector, adjacent ones merged.
+    let finished = Segments::new();
     let filled = panic::catch_unwind(AssertUnwindSafe(|| {
         super::for_parts_mut(
             registry,
@@ -46,16 +47,13 @@ where
                 }
                 // Finished: from now on the list owns these values, not the guard.
                 written.len = 0;
-                finished
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(offset..offset + part_len);
+                finished.finish(offset..offset + part_len, (), &|(), ()| ());
             },
         );
     }));
     if let Err(payload) = filled {
         let slots = out.spare_capacity_mut();
-        for part in finished.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        for (part, ()) in finished.into_segments() {
             for slot in &mut slots[part] {
                 // SAFETY: every slot of a finished part was written exactly once, and the parts
                 // are disjoint; the vector's length is still 0, so it never drops them itself.
