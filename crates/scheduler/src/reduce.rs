@@ -96,6 +96,35 @@ impl<T> Segments<T> {
         }
     }
 
+    /// Records `range` merged with its finished neighbours, all under one lock: for results
+    /// whose combine costs nothing (`map_collect`'s `()`), where [`finish`](Self::finish)'s
+    /// second lock per merge is pure cost. A `map_collect` of 10^5 `String`s under
+    /// `Dynamic { chunk: 1 }` on two threads took 17–19 ms with `finish`, 13–16 ms with this, and
+    /// 4 ms with no bookkeeping at all (leaking on a panic): under one-element parts the
+    /// contended lock per part is the price of dropping what a panic left behind.
+    pub(crate) fn finish_range(&self, range: Range<usize>)
+    where
+        T: Default,
+    {
+        let (mut start, mut end) = (range.start, range.end);
+        let mut done = self.lock();
+        let left = done
+            .range(..start)
+            .next_back()
+            .filter(|(_, (left_end, _))| *left_end == start)
+            .map(|(&left_start, _)| left_start);
+        if let Some(left_start) = left {
+            done.remove(&left_start);
+            start = left_start;
+        }
+        if let Some((right_end, _)) = done.remove(&end) {
+            end = right_end;
+        }
+        done.insert(start, (end, T::default()));
+        #[cfg(test)]
+        tests::note_held(done.len());
+    }
+
     /// The stored segments, each its range and result.
     pub(crate) fn into_segments(self) -> impl Iterator<Item = (Range<usize>, T)> {
         let done = self.done.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -159,10 +188,17 @@ mod tests {
                 "{strategy:?}: {most} partial results held at once"
             );
 
-            // `map_collect` notes its finished parts the same way.
+            // `map_collect` notes its finished parts the same way (for a type that needs
+            // dropping: see `slice/collect.rs`).
             MOST_HELD.store(0, Ordering::Relaxed);
-            let collected = pool.map_collect_with(&strategy, 0..n, |i| i);
-            assert!(collected.iter().copied().eq(0..n), "{strategy:?}");
+            let collected = pool.map_collect_with(&strategy, 0..n, |i| i.to_string());
+            assert!(
+                collected
+                    .iter()
+                    .map(|s| s.parse::<usize>().unwrap())
+                    .eq(0..n),
+                "{strategy:?}"
+            );
             let most = MOST_HELD.load(Ordering::Relaxed);
             assert!(
                 most <= 64,
