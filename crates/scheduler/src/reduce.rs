@@ -71,12 +71,7 @@ impl<T> Segments<T> {
         loop {
             let (left, right) = {
                 let mut done = self.lock();
-                let left = done
-                    .range(..start)
-                    .next_back()
-                    .filter(|(_, (left_end, _))| *left_end == start)
-                    .map(|(&left_start, _)| left_start);
-                match left {
+                match ending_at(&done, start) {
                     Some(left_start) => (done.remove(&left_start).map(|l| (left_start, l)), None),
                     None => match done.remove(&end) {
                         Some(right) => (None, Some(right)),
@@ -112,12 +107,7 @@ impl<T> Segments<T> {
     {
         let (mut start, mut end) = (range.start, range.end);
         let mut done = self.lock();
-        let left = done
-            .range(..start)
-            .next_back()
-            .filter(|(_, (left_end, _))| *left_end == start)
-            .map(|(&left_start, _)| left_start);
-        if let Some(left_start) = left {
+        if let Some(left_start) = ending_at(&done, start) {
             done.remove(&left_start);
             start = left_start;
         }
@@ -146,6 +136,14 @@ impl<T> Segments<T> {
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<usize, (usize, T)>> {
         self.done.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// The start of the stored segment that ends at `index`, if there is one.
+fn ending_at<T>(done: &BTreeMap<usize, (usize, T)>, index: usize) -> Option<usize> {
+    done.range(..index)
+        .next_back()
+        .filter(|(_, (end, _))| *end == index)
+        .map(|(&start, _)| start)
 }
 
 #[cfg(test)]
