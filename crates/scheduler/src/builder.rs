@@ -81,7 +81,8 @@ pub enum Pinning {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Timespan {
     /// Measure it when the pool is built: a bounded run of [`crate::tune_timespan`] (at most
-    /// [`CALIBRATION_ROUNDS`] rounds and [`CALIBRATION_BUDGET`]; ≈ 1–20 ms, plus a one-time
+    /// [`CALIBRATION_ROUNDS`] measured rounds after 5 discarded warm-up rounds, and
+    /// [`CALIBRATION_BUDGET`]; ≈ 1–20 ms, plus a one-time
     /// 4 ms clock-rate measurement per process on x86-64), clamped to [`CALIBRATION_RANGE`].
     /// Robust to a noisy machine: a run's result is the median of the 99th percentiles of five
     /// consecutive blocks of rounds, and a run whose budget ran out before half of its rounds
