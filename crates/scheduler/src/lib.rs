@@ -228,11 +228,16 @@ pub fn parallel_for_chunks<F: Fn(Range<usize>) + Sync>(range: Range<usize>, body
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
+/// // The global pool can have a single thread (one CPU, or `PARBENCH_NUM_THREADS=1`), which
+/// // passes the whole range at once; a pool of two keeps the strategy's chunks.
+/// let pool = parbench_scheduler::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
 /// let n = AtomicUsize::new(0);
 /// let strategy = parbench_scheduler::Strategy::Dynamic { chunk: 7 };
-/// parbench_scheduler::parallel_for_chunks_with(&strategy, 0..100, |r| {
-///     assert!(r.len() <= 7);
-///     n.fetch_add(r.len(), Ordering::Relaxed);
+/// pool.install(|| {
+///     parbench_scheduler::parallel_for_chunks_with(&strategy, 0..100, |r| {
+///         assert!(r.len() <= 7);
+///         n.fetch_add(r.len(), Ordering::Relaxed);
+///     });
 /// });
 /// assert_eq!(n.into_inner(), 100);
 /// ```

@@ -240,7 +240,10 @@ impl ThreadPool {
         run_loop(&self.registry, strategy, range, Body::Index(&body));
     }
 
-    /// Calls `body` on disjoint sub-ranges that together cover `range` exactly once.
+    /// Calls `body` on disjoint sub-ranges that together cover `range` exactly once: the chunks
+    /// the strategy hands out (at most `chunk` iterations each under
+    /// [`Strategy::Dynamic`]), except on a pool of one thread, which runs every call inline and
+    /// passes the whole range at once.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
