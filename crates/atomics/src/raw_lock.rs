@@ -30,6 +30,17 @@ pub unsafe trait RawLock: Send + Sync {
     fn lock(&self);
 
     /// Takes the lock if it is free right now; returns whether it did. Never waits.
+    ///
+    /// Ignoring the result is a warning: a `true` means this thread now holds the lock and must
+    /// [`unlock`](Self::unlock) it.
+    ///
+    /// ```compile_fail
+    /// #![deny(unused_must_use)]
+    /// use parbench_atomics::{Backend, RawLock, TasLock};
+    /// let lock = TasLock::new(Backend::Portable).unwrap();
+    /// lock.try_lock(); // held from now on, and nobody knows
+    /// ```
+    #[must_use = "a `true` means this thread holds the lock and must unlock it"]
     fn try_lock(&self) -> bool;
 
     /// Releases the lock.

@@ -189,7 +189,18 @@ impl<T> RuntimeMutex<T> {
 /// assert_eq!(*mutex.lock(), 2);
 /// # Ok::<(), parbench_atomics::Error>(())
 /// ```
+///
+/// A guard that is not bound to a variable is dropped at once, releasing the lock; that is a
+/// warning (`unused_must_use`):
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// # use parbench_atomics::{Backend, MutexKind, RuntimeMutex};
+/// let mutex = RuntimeMutex::new(MutexKind::Std, Backend::Portable, 1).unwrap();
+/// mutex.lock(); // not held past this line
+/// ```
 #[derive(Debug)]
+#[must_use = "if unused the RuntimeMutex will immediately unlock"]
 pub enum RuntimeMutexGuard<'a, T> {
     /// Guard of a spin lock.
     Spin(SpinMutexGuard<'a, T>),

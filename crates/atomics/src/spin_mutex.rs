@@ -104,6 +104,16 @@ impl<T, L: RawLock> SpinMutex<T, L> {
     /// assert!(mutex.try_lock().is_some());
     /// # Ok::<(), parbench_atomics::Error>(())
     /// ```
+    ///
+    /// Ignoring the result is a warning: the guard, if any, is dropped at once.
+    ///
+    /// ```compile_fail
+    /// #![deny(unused_must_use)]
+    /// # use parbench_atomics::{Backend, LockKind, SpinMutex};
+    /// let mutex = SpinMutex::new(LockKind::Tas, Backend::Portable, 10).unwrap();
+    /// mutex.try_lock(); // taken and released at once, or not taken
+    /// ```
+    #[must_use = "if unused the SpinMutex will immediately unlock"]
     pub fn try_lock(&self) -> Option<SpinMutexGuard<'_, T, L>> {
         // `then`, not `then_some`: a guard built eagerly would be dropped on failure and release a
         // lock this thread does not hold.
@@ -175,6 +185,17 @@ impl<T, L: fmt::Debug> fmt::Debug for SpinMutex<T, L> {
 /// assert_eq!(*mutex.lock(), 7);
 /// # Ok::<(), parbench_atomics::Error>(())
 /// ```
+///
+/// A guard that is not bound to a variable is dropped at once, so the lock is released before the
+/// next statement runs; that is a warning (`unused_must_use`), as for `std::sync::MutexGuard`:
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// # use parbench_atomics::{Backend, LockKind, SpinMutex};
+/// let mutex = SpinMutex::new(LockKind::Tas, Backend::Portable, 10).unwrap();
+/// mutex.lock(); // not held past this line
+/// ```
+#[must_use = "if unused the SpinMutex will immediately unlock"]
 pub struct SpinMutexGuard<'a, T, L: RawLock = AnyLock> {
     mutex: &'a SpinMutex<T, L>,
     /// Makes the guard `Sync` only for `T: Sync` (and `Send` only for `T: Send`), as `&mut T` is:
