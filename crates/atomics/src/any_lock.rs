@@ -184,11 +184,11 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::*;
-    use crate::test_workload::{PER_THREAD, THREADS};
+    use crate::test_workload::{backends_under_test, PER_THREAD, THREADS};
 
-    /// Every lock × available backend.
+    /// Every lock × available backend (the others are reported as skipped).
     fn every_lock() -> Vec<AnyLock> {
-        Backend::available()
+        backends_under_test()
             .into_iter()
             .flat_map(|backend| LockKind::ALL.map(|kind| AnyLock::new(kind, backend)))
             .collect::<Result<_, _>>()

@@ -248,8 +248,8 @@ mod tests {
                     })
                 ));
             }
-            _ => eprintln!(
-                "SKIPPED: PARBENCH_EXPECT_LSE is not 0 or 1, so the expected CPU is unknown"
+            _ => crate::test_workload::report_skipped(
+                "PARBENCH_EXPECT_LSE is not 0 or 1, so the expected CPU is unknown",
             ),
         }
     }

@@ -96,11 +96,11 @@ impl AtomicCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_workload::{PER_THREAD, THREADS};
+    use crate::test_workload::{backends_under_test, PER_THREAD, THREADS};
 
     #[test]
     fn concurrent_increments_sum_exactly() {
-        for backend in Backend::available() {
+        for backend in backends_under_test() {
             let counter = AtomicCounter::new(backend).unwrap();
             let mut seen: Vec<u64> = std::thread::scope(|scope| {
                 let handles: Vec<_> = (0..THREADS)
@@ -127,7 +127,7 @@ mod tests {
 
     #[test]
     fn fetch_add_wraps_at_u64_max() {
-        for backend in Backend::available() {
+        for backend in backends_under_test() {
             let counter = AtomicCounter::new(backend).unwrap();
             counter.value.store(u64::MAX, Ordering::Relaxed);
             assert_eq!(counter.fetch_add(2), u64::MAX, "{backend}");

@@ -209,10 +209,11 @@ fn hold_for(duration: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_workload::backends_under_test;
 
     #[test]
     fn counts_sum_exactly_to_the_budget_for_every_mutex() {
-        for backend in Backend::available() {
+        for backend in backends_under_test() {
             for kind in MutexKind::ALL {
                 let run = lock_bench(kind, backend, 4, 2_000, Duration::ZERO).unwrap();
                 assert_eq!(run.acquisitions.len(), 4, "{kind}/{backend}");

@@ -236,10 +236,11 @@ impl<T: fmt::Debug, L: RawLock> fmt::Debug for SpinMutexGuard<'_, T, L> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_workload::backends_under_test;
 
     #[test]
     fn failed_try_lock_leaves_the_holder_in_place() {
-        for backend in Backend::available() {
+        for backend in backends_under_test() {
             for kind in LockKind::ALL {
                 let mutex = SpinMutex::new(kind, backend, 0).unwrap();
                 let held = mutex.lock();

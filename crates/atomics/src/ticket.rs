@@ -149,6 +149,7 @@ mod tests {
     use std::thread;
 
     use super::*;
+    use crate::test_workload::backends_under_test;
 
     /// Waits until `count` threads hold or wait for `lock`; a waiter that has taken its ticket
     /// shows up in `contenders` before it starts spinning.
@@ -160,7 +161,7 @@ mod tests {
 
     #[test]
     fn waiters_are_served_in_ticket_order() {
-        for backend in Backend::available() {
+        for backend in backends_under_test() {
             let lock = TicketLock::new(backend).unwrap();
             let order = Mutex::new(Vec::new());
             lock.lock();
@@ -186,7 +187,7 @@ mod tests {
 
     #[test]
     fn try_lock_refuses_while_others_wait() {
-        for backend in Backend::available() {
+        for backend in backends_under_test() {
             let lock = TicketLock::new(backend).unwrap();
             lock.lock();
             thread::scope(|scope| {
@@ -206,7 +207,7 @@ mod tests {
 
     #[test]
     fn tickets_wrap_around() {
-        for backend in Backend::available() {
+        for backend in backends_under_test() {
             let lock = TicketLock::new(backend).unwrap();
             lock.next.store(u32::MAX, Ordering::Relaxed);
             lock.serving.store(u32::MAX, Ordering::Relaxed);

@@ -119,11 +119,11 @@ impl AtomicWord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_workload::{PER_THREAD, THREADS};
+    use crate::test_workload::{backends_under_test, PER_THREAD, THREADS};
 
     #[test]
     fn concurrent_cas_increments_lose_nothing() {
-        for backend in Backend::available() {
+        for backend in backends_under_test() {
             let word = AtomicWord::new(backend, 0).unwrap();
             std::thread::scope(|scope| {
                 for _ in 0..THREADS {
@@ -143,7 +143,7 @@ mod tests {
 
     #[test]
     fn concurrent_minimum_keeps_the_smallest_and_never_raises() {
-        for backend in Backend::available() {
+        for backend in backends_under_test() {
             let word = AtomicWord::new(backend, u64::MAX).unwrap();
             std::thread::scope(|scope| {
                 for thread in 0..THREADS as u64 {
@@ -168,7 +168,7 @@ mod tests {
 
     #[test]
     fn failed_compare_reports_the_actual_value() {
-        for backend in Backend::available() {
+        for backend in backends_under_test() {
             let word = AtomicWord::new(backend, 10).unwrap();
             assert_eq!(word.compare_exchange(11, 0), Err(10), "{backend}");
             assert_eq!(word.compare_exchange(10, u64::MAX), Ok(10), "{backend}");
