@@ -233,3 +233,83 @@ macro_rules! dispatch {
     };
 }
 pub(crate) use dispatch;
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use crate::test_workload::backends_under_test;
+
+    /// Values that differ only in the upper 32 bits, or that carry into them: an instruction
+    /// written with 32-bit (`w`) registers where the operation is 64-bit gets these wrong while
+    /// the small values of the other tests still come out right.
+    const LOW: u64 = 0x0000_0000_ffff_ffff;
+    const HIGH: u64 = 0x0000_0001_0000_0000;
+
+    /// The 64-bit entry points of every available backend on edge values, each checked against the
+    /// result `core::sync::atomic` gives (the portable backend's contract) for the same inputs.
+    #[test]
+    fn every_backend_uses_all_64_bits() {
+        for backend in backends_under_test() {
+            let detected = backend.detect().unwrap();
+
+            for (initial, expected, new) in [
+                (LOW, LOW | HIGH, 7), // equal low halves, different high: must fail
+                (HIGH, 0, 7),         // low halves both 0: must fail
+                (LOW | HIGH, LOW | HIGH, u64::MAX), // equal: must succeed
+                (u64::MAX, u64::MAX >> 1, 0), // differs in bit 63 only: must fail
+            ] {
+                let word = AtomicU64::new(initial);
+                let previous = dispatch!(detected, word_compare_exchange(&word, expected, new));
+                let reference = AtomicU64::new(initial);
+                let want = match reference.compare_exchange(
+                    expected,
+                    new,
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                ) {
+                    Ok(value) | Err(value) => value,
+                };
+                assert_eq!(
+                    previous, want,
+                    "{backend}: CAS {initial:#x} ?= {expected:#x}"
+                );
+                assert_eq!(
+                    word.load(Ordering::Relaxed),
+                    reference.load(Ordering::Relaxed),
+                    "{backend}: CAS {initial:#x} ?= {expected:#x} -> {new:#x}"
+                );
+            }
+
+            for (initial, value) in [
+                (HIGH, LOW),
+                (LOW, HIGH),
+                (HIGH, HIGH | 1),
+                (u64::MAX, 1 << 63),
+            ] {
+                let word = AtomicU64::new(initial);
+                let previous = dispatch!(detected, word_fetch_min(&word, value));
+                assert_eq!(
+                    previous, initial,
+                    "{backend}: min({initial:#x}, {value:#x})"
+                );
+                assert_eq!(
+                    word.load(Ordering::Relaxed),
+                    initial.min(value),
+                    "{backend}: min({initial:#x}, {value:#x})"
+                );
+            }
+
+            for (initial, addend) in [(LOW, 1), (LOW, LOW), (HIGH, HIGH), (u64::MAX, HIGH)] {
+                let counter = AtomicU64::new(initial);
+                let previous = dispatch!(detected, counter_fetch_add(&counter, addend));
+                assert_eq!(previous, initial, "{backend}: {initial:#x} + {addend:#x}");
+                assert_eq!(
+                    counter.load(Ordering::Relaxed),
+                    initial.wrapping_add(addend),
+                    "{backend}: {initial:#x} + {addend:#x}"
+                );
+            }
+        }
+    }
+}
