@@ -16,11 +16,11 @@ use crate::error::Error;
 
 /// The instruction family a lock or counter uses for its atomic read-modify-write operations.
 ///
-/// | backend    | where                          | swap / CAS / fetch-add                  |
-/// |------------|--------------------------------|-----------------------------------------|
-/// | `Lse`      | aarch64 CPUs with ARMv8.1 LSE  | `SWPA` / `CASA` / `LDADDA`, `LDADDAL`   |
-/// | `LlSc`     | every aarch64 CPU (ARMv8.0)    | `LDAXR` … `STXR`/`STLXR` retry loops      |
-/// | `Portable` | everywhere                     | `core::sync::atomic` (compiler's choice)|
+/// | backend    | where                         | locks: swap / CAS / fetch-add | 64-bit: fetch-add / CAS / min |
+/// |------------|-------------------------------|-------------------------------|-------------------------------|
+/// | `Lse`      | aarch64 CPUs with ARMv8.1 LSE | `SWPA` / `CASA` / `LDADDA`    | `LDADDAL` / `CASAL` / `LDUMINAL` |
+/// | `LlSc`     | every aarch64 CPU (ARMv8.0)   | `LDAXR` … `STXR` loops        | `LDAXR` … `STLXR` loops       |
+/// | `Portable` | everywhere                    | `core::sync::atomic` (compiler's choice) | the same           |
 ///
 /// Release stores (unlock) are `STLR` on both aarch64 backends. `Portable` on x86-64 compiles to
 /// `xchg` / `lock cmpxchg` / `lock xadd`; on aarch64 Linux it compiles to Rust's *outline atomics*,

@@ -7,7 +7,8 @@
 //! the instructions at run time, so two "different" builds run the same code. Here each
 //! [`Backend`] has its own inline assembly:
 //!
-//! - [`Backend::Lse`]: `SWPA`, `CASA`, `LDADDA`, `LDADDAL` (only after run-time detection);
+//! - [`Backend::Lse`]: `SWPA`, `CASA`, `LDADDA` for the locks, `LDADDAL`, `CASAL`, `LDUMINAL` for
+//!   the counter and the word (only after run-time detection);
 //! - [`Backend::LlSc`]: `LDAXR` … `STXR`/`STLXR` loops, one `asm!` block each, `CLREX` on a failed
 //!   compare;
 //! - [`Backend::Portable`]: `core::sync::atomic`, the only backend on x86-64.
@@ -17,7 +18,8 @@
 //! differs. Locks: [`TasLock`] (swap), [`TtasLock`] (load, then compare-and-swap), [`TicketLock`]
 //! (fetch-add tickets, FIFO), behind one [`RawLock`] trait, a data-owning [`SpinMutex`], and
 //! run-time selection through [`LockKind`]/[`AnyLock`] and [`MutexKind`]/[`RuntimeMutex`] (which
-//! adds `std::sync::Mutex`). [`AtomicCounter`] is the counter case; [`lock_bench()`] measures
+//! adds `std::sync::Mutex`). [`AtomicCounter`] is the counter case and [`AtomicWord`] the compare-and-swap / minimum case;
+//! [`lock_bench()`] measures
 //! throughput and fairness.
 //!
 //! Each lock × backend operation is a non-inlined function with a stable symbol,

@@ -27,6 +27,9 @@
 /// ```
 pub unsafe trait RawLock: Send + Sync {
     /// Blocks (spinning, then yielding) until this thread holds the lock.
+    ///
+    /// The locks do not know their holder: calling this again while this thread holds the lock
+    /// never returns.
     fn lock(&self);
 
     /// Takes the lock if it is free right now; returns whether it did. Never waits.

@@ -75,7 +75,8 @@ impl<T, L: RawLock> SpinMutex<T, L> {
         }
     }
 
-    /// Waits for the lock and returns a guard giving access to the data.
+    /// Waits for the lock and returns a guard giving access to the data. Calling it while this
+    /// thread holds a guard of the same mutex never returns (see [`RawLock::lock`]).
     ///
     /// ```
     /// use parbench_atomics::{Backend, LockKind, SpinMutex};

@@ -1,4 +1,5 @@
-//! ARMv8.1 LSE backend: single-instruction atomics (`SWPA`, `CASA`, `LDADDA`, `LDADDAL`).
+//! ARMv8.1 LSE backend: single-instruction atomics (`SWPA`, `CASA`, `LDADDA`, `LDADDAL`, `CASAL`,
+//! `LDUMINAL`).
 //!
 //! LSE instructions are executed where the cache line lives ("far atomics") instead of as an
 //! exclusive-load / exclusive-store loop on the core. They are undefined on ARMv8.0 CPUs, so every

@@ -1,8 +1,9 @@
 //! The read-modify-write instructions of each backend, one file per architecture and backend.
 //!
-//! A backend is a type implementing [`AtomicOps`]: acquire swap, acquire compare-and-swap
-//! (general and against zero), acquire fetch-add, release store, and the counter's
-//! acquire-release 64-bit fetch-add. The lock algorithms (`tas.rs`, `ttas.rs`, `ticket.rs`) and the counter are written
+//! A backend is a type implementing [`AtomicOps`]: for the locks' 32-bit words acquire swap,
+//! acquire compare-and-swap (general and against zero), acquire fetch-add and release store; for
+//! the 64-bit counter and word acquire-release fetch-add, compare-and-swap and unsigned minimum.
+//! The lock algorithms (`tas.rs`, `ttas.rs`, `ticket.rs`), the counter and the word are written
 //! once, generic over `AtomicOps`, and each backend file instantiates all of them with
 //! [`entry_points!`]. The instantiations are the crate's *entry points*:
 //!
