@@ -34,6 +34,23 @@ use crate::raw_lock::RawLock;
 /// assert_eq!(total.into_inner(), 2000);
 /// # Ok::<(), parbench_atomics::Error>(())
 /// ```
+///
+/// Sharing the mutex between threads hands `T` from one thread to another, so the mutex is `Sync`
+/// only when `T` is `Send`, as `std::sync::Mutex` is:
+///
+/// ```compile_fail
+/// use parbench_atomics::{Backend, LockKind, SpinMutex};
+/// fn shared<S: Sync>(_: &S) {}
+/// let counts = SpinMutex::new(LockKind::Tas, Backend::Portable, std::rc::Rc::new(0)).unwrap();
+/// shared(&counts); // Rc is not Send
+/// ```
+///
+/// ```
+/// use parbench_atomics::{Backend, LockKind, SpinMutex};
+/// fn shared<S: Sync>(_: &S) {}
+/// let cell = SpinMutex::new(LockKind::Tas, Backend::Portable, std::cell::Cell::new(0)).unwrap();
+/// shared(&cell); // Cell is Send but not Sync: the lock makes it shareable
+/// ```
 pub struct SpinMutex<T, L = AnyLock> {
     lock: L,
     value: UnsafeCell<T>,
@@ -196,6 +213,17 @@ impl<T, L: fmt::Debug> fmt::Debug for SpinMutex<T, L> {
 /// let mutex = SpinMutex::new(LockKind::Tas, Backend::Portable, 10).unwrap();
 /// mutex.lock(); // not held past this line
 /// ```
+///
+/// A shared guard hands out `&T` to every thread it is shared with, so the guard is `Sync` only
+/// when `T` is:
+///
+/// ```compile_fail
+/// use parbench_atomics::{Backend, LockKind, SpinMutex};
+/// fn shared<S: Sync>(_: &S) {}
+/// let cell = SpinMutex::new(LockKind::Tas, Backend::Portable, std::cell::Cell::new(0)).unwrap();
+/// let guard = cell.lock();
+/// shared(&guard); // would let two threads `set` the Cell at once
+/// ```
 #[must_use = "if unused the SpinMutex will immediately unlock"]
 pub struct SpinMutexGuard<'a, T, L: RawLock = AnyLock> {
     mutex: &'a SpinMutex<T, L>,
@@ -258,13 +286,30 @@ mod tests {
 
     #[test]
     fn guard_releases_even_when_the_critical_section_panics() {
-        let mutex = SpinMutex::new(LockKind::Ttas, Backend::best(), 1).unwrap();
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut guard = mutex.lock();
-            *guard = 2;
-            panic!("inside the critical section");
-        }));
-        assert!(outcome.is_err());
-        assert_eq!(mutex.try_lock().map(|guard| *guard), Some(2));
+        for backend in backends_under_test() {
+            for kind in LockKind::ALL {
+                let mutex = SpinMutex::new(kind, backend, 1).unwrap();
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let mut guard = mutex.lock();
+                    *guard = 2;
+                    panic!("inside the critical section");
+                }));
+                assert!(outcome.is_err());
+                assert_eq!(
+                    mutex.try_lock().map(|guard| *guard),
+                    Some(2),
+                    "{kind}/{backend}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn debug_of_a_locked_mutex_returns() {
+        let mutex = SpinMutex::new(LockKind::Ticket, Backend::best(), 1).unwrap();
+        let guard = mutex.lock();
+        let shown = format!("{mutex:?}");
+        assert!(shown.starts_with("SpinMutex { lock: Ticket("), "{shown}");
+        assert_eq!(format!("{guard:?}"), "1");
     }
 }
