@@ -75,8 +75,13 @@ impl TicketLock {
     /// # Ok::<(), parbench_atomics::Error>(())
     /// ```
     pub fn contenders(&self) -> u32 {
-        // Relaxed: a statistic, it orders nothing.
-        let serving = self.serving.load(Ordering::Relaxed);
+        // Acquire: pairs with the release store of the unlock that wrote `serving`, whose holder
+        // took its ticket from `next` before; so the load of `next` below sees at least that
+        // ticket + 1 = `serving`, and the difference cannot wrap to about `u32::MAX`. With Relaxed,
+        // a weakly ordered CPU may return an older `next` than the `serving` just read. (No test
+        // here can show it: x86-64, and qemu-user on it, keep loads in order.)
+        let serving = self.serving.load(Ordering::Acquire);
+        // Relaxed: a snapshot; nothing is read through it.
         self.next.load(Ordering::Relaxed).wrapping_sub(serving)
     }
 }
