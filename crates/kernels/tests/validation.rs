@@ -2,6 +2,7 @@
 //! result, and a kernel computes the same on every executor as sequentially.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parbench_kernels::{
     Executor, ExecutorError, ExecutorKind, KernelError, Params, PinPolicy, SeqExecutor,
@@ -40,6 +41,72 @@ impl Executor for HalfLoops {
     ) -> Result<(), ExecutorError> {
         self.0.for_each_task(n.div_ceil(2), task)
     }
+}
+
+/// A broken executor: its outermost `for_each_task` hands out task indices off by one — task 0
+/// runs twice and the last task never — each on a thread of its own, all at the same time (so
+/// tasks that wait for each other still meet). Nested calls and loops run correctly.
+#[derive(Default)]
+struct FirstTaskTwiceLastNever {
+    depth: AtomicUsize,
+}
+
+impl Executor for FirstTaskTwiceLastNever {
+    fn kind(&self) -> ExecutorKind {
+        ExecutorKind::Spawn
+    }
+    fn threads(&self) -> usize {
+        2
+    }
+    fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
+        SeqExecutor::new().for_chunks(range, body);
+    }
+    fn join(
+        &self,
+        a: &mut (dyn FnMut() + Send),
+        b: &mut (dyn FnMut() + Send),
+    ) -> Result<(), ExecutorError> {
+        SeqExecutor::new().join(a, b)
+    }
+    fn for_each_task(
+        &self,
+        n: usize,
+        task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
+    ) -> Result<(), ExecutorError> {
+        // SeqCst: a test double; only nesting depth, not performance, matters here.
+        let outermost = self.depth.fetch_add(1, Ordering::SeqCst) == 0;
+        let indices = (0..n).map(|i| if outermost { i.saturating_sub(1) } else { i });
+        let result = std::thread::scope(|scope| {
+            let tasks: Vec<_> = indices.map(|i| scope.spawn(move || task(i))).collect();
+            tasks
+                .into_iter()
+                .try_for_each(|task| task.join().expect("a task panicked"))
+        });
+        self.depth.fetch_sub(1, Ordering::SeqCst);
+        result
+    }
+}
+
+/// Runs `name` with `params` on [`FirstTaskTwiceLastNever`]; panics unless the kernel reports a
+/// wrong result.
+fn assert_off_by_one_tasks_are_a_wrong_result(name: &str, params: &Params) {
+    let kernel = find_kernel(name).unwrap();
+    let mut prepared = kernel.prepare(params, 2).unwrap();
+    match prepared.run(&FirstTaskTwiceLastNever::default()) {
+        Err(KernelError::WrongResult { kernel, .. }) => assert_eq!(kernel, name),
+        other => panic!("{name} {params:?}: expected a wrong result, got {other:?}"),
+    }
+}
+
+#[test]
+fn round_notices_a_table_served_twice_and_one_never() {
+    // Two tables of 8 philosophers: table 0 twice instead of tables 0 and 1 eats all 16 · meals
+    // meals and uses every fork 2 · meals times (the even philosophers eat twice as often).
+    let params = Params::new()
+        .with("n", "16")
+        .with("meals", "50")
+        .with("spread", "false");
+    assert_off_by_one_tasks_are_a_wrong_result("round", &params);
 }
 
 fn small(name: &str) -> (Params, &'static dyn parbench_kernels::Kernel) {

@@ -44,8 +44,12 @@
 //! has). Every lock implements [`ForkLock`], and the kernel is generic over
 //! it, so the lock calls are direct, not dispatched per meal.
 //!
-//! Validation: the meals eaten add up to `n · meals`, and every fork was used
-//! exactly `2 · meals` times (by its two neighbours). A fork's use counter is
+//! Validation: every philosopher ate exactly `meals` times, and every fork was
+//! used exactly `2 · meals` times (by its two neighbours). The totals alone would
+//! not do: a table served twice while another is never served can eat all
+//! `n · meals` meals and wear every fork `2 · meals` times (two tables of 8: the
+//! even philosophers eat twice, the odd ones never), so each table adds its
+//! philosophers' meals to their own counters when it is done. A fork's use counter is
 //! bumped with a plain load and store *while holding the lock*, so a lock that
 //! lets two philosophers in at once loses updates and fails the check; a flag
 //! per fork also counts every time a philosopher found its fork already in use.
@@ -389,6 +393,8 @@ impl<L: ForkLock> Fork<L> {
 #[derive(Debug)]
 struct Dinner {
     meals: u64,
+    /// Meals eaten by each philosopher.
+    meals_by_philosopher: Vec<u64>,
     retries: u64,
     fork_uses: Vec<u64>,
     violations: u64,
@@ -403,6 +409,17 @@ impl Dinner {
             return Err(wrong_result(
                 "round",
                 format!("{} meals eaten, expected {expected}", self.meals),
+            ));
+        }
+        if let Some((philosopher, eaten)) = self
+            .meals_by_philosopher
+            .iter()
+            .enumerate()
+            .find(|&(_, &eaten)| eaten != meals)
+        {
+            return Err(wrong_result(
+                "round",
+                format!("philosopher {philosopher} ate {eaten} times, expected {meals}"),
             ));
         }
         if self.violations != 0 {
@@ -475,7 +492,7 @@ fn dine<L: ForkLock>(
         philosophers.min(exec.threads()).max(1)
     };
     let barrier = StartBarrier::new(tables);
-    let eaten = AtomicU64::new(0);
+    let eaten: Vec<AtomicU64> = (0..philosophers).map(|_| AtomicU64::new(0)).collect();
     let retries = AtomicU64::new(0);
     let violations = AtomicU64::new(0);
     let late_tables = AtomicUsize::new(0);
@@ -498,9 +515,10 @@ fn dine<L: ForkLock>(
             late_tables.fetch_add(1, Ordering::Relaxed);
         }
         let first_cpu = current_cpu();
-        let (mut my_meals, mut my_retries) = (0, 0);
+        let seated = || (table..philosophers).step_by(tables);
+        let mut my_retries = 0;
         for _ in 0..meals {
-            for philosopher in (table..philosophers).step_by(tables) {
+            for philosopher in seated() {
                 let left = &forks[philosopher];
                 let right = &forks[(philosopher + 1) % philosophers];
                 let left_first = !rules.coin || coin.next_u64() & 1 == 0;
@@ -509,7 +527,6 @@ fn dine<L: ForkLock>(
                 } else {
                     eat(right, left, &violations, rules.eat)
                 };
-                my_meals += 1;
             }
         }
         cpus_seen
@@ -517,7 +534,9 @@ fn dine<L: ForkLock>(
             .unwrap_or_else(PoisonError::into_inner)
             .extend([first_cpu, current_cpu()].into_iter().flatten());
         // Relaxed: totals are read after the executor has joined every task.
-        eaten.fetch_add(my_meals, Ordering::Relaxed);
+        for philosopher in seated() {
+            eaten[philosopher].fetch_add(meals, Ordering::Relaxed);
+        }
         retries.fetch_add(my_retries, Ordering::Relaxed);
         Ok::<(), ExecutorError>(())
     })?;
@@ -529,8 +548,10 @@ fn dine<L: ForkLock>(
             ),
         ));
     }
+    let meals_by_philosopher: Vec<u64> = eaten.into_iter().map(AtomicU64::into_inner).collect();
     Ok(Dinner {
-        meals: eaten.into_inner(),
+        meals: meals_by_philosopher.iter().sum(),
+        meals_by_philosopher,
         retries: retries.into_inner(),
         // Relaxed: the executor has joined every task that wrote them.
         fork_uses: forks
@@ -626,6 +647,7 @@ mod tests {
     fn lost_meals_and_fork_uses_are_reported() {
         let dinner = Dinner {
             meals: 9,
+            meals_by_philosopher: vec![5, 4],
             retries: 0,
             fork_uses: vec![4, 4],
             violations: 0,
@@ -634,8 +656,19 @@ mod tests {
         assert!(dinner.check(2, 5).is_err());
         let dinner = Dinner {
             meals: 10,
+            meals_by_philosopher: vec![5, 5],
             retries: 0,
             fork_uses: vec![10, 9],
+            violations: 0,
+            table_cpus: None,
+        };
+        assert!(dinner.check(2, 5).is_err());
+        // Philosopher 0 ate for both: the total and every fork's uses are right.
+        let dinner = Dinner {
+            meals: 10,
+            meals_by_philosopher: vec![10, 0],
+            retries: 0,
+            fork_uses: vec![10, 10],
             violations: 0,
             table_cpus: None,
         };
