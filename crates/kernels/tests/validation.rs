@@ -109,6 +109,14 @@ fn round_notices_a_table_served_twice_and_one_never() {
     assert_off_by_one_tasks_are_a_wrong_result("round", &params);
 }
 
+#[test]
+fn nqueens_notices_a_subtree_searched_twice_and_its_mirror_image_never() {
+    // One task per column of the first queen: column 0 twice instead of columns 0 and 7 counts
+    // the 92 solutions all the same (a board's mirror image has as many).
+    let params = Params::new().with("n", "8").with("cutoff", "1");
+    assert_off_by_one_tasks_are_a_wrong_result("nqueens", &params);
+}
+
 fn small(name: &str) -> (Params, &'static dyn parbench_kernels::Kernel) {
     let kernel = find_kernel(name).unwrap();
     (Params::small(kernel), kernel)

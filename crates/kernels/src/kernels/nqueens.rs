@@ -11,7 +11,19 @@
 //! cutoff-level task, not one per solution.
 //!
 //! The count is checked against the published solution counts (OEIS
-//! A000170), so a lost or doubled task is a wrong result, not a timing.
+//! A000170). That alone misses a subtree searched twice while another is never
+//! searched, when both hold as many solutions — as a board and its mirror image
+//! do (an executor that runs the first task twice and never the last does just
+//! that with the first queen's columns 0 and N − 1). So each cutoff-level task
+//! also adds a tag of its board ([`Board::tag`]) to a checksum, which must
+//! equal the sum over the boards a sequential walk down to the cutoff finds
+//! (computed once when the kernel is prepared, untimed; at most as long as a
+//! sequential search). A lost or doubled task, even one whose subtree
+//! holds no solution, is then a wrong result, not a timing.
+//!
+//! The count and the checksum share the one counter, so a task still makes a
+//! single atomic add: the count in the low [`COUNT_BITS`] bits (N ≤ 20 has fewer
+//! than 2^36 solutions), the checksum (mod 2^28) above them.
 
 use crate::executor::{Executor, ExecutorError};
 use crate::kernel::{
@@ -44,6 +56,10 @@ const SOLUTION_COUNTS: [u64; 20] = [
     4_968_057_848,
     39_029_188_884,
 ];
+
+/// Bits of the shared counter that hold the solution count; the checksum of the cutoff-level
+/// boards' tags takes the bits above (see the module docs).
+const COUNT_BITS: u32 = 36;
 
 /// The `nqueens` kernel.
 pub(crate) struct NQueens;
@@ -89,10 +105,12 @@ impl Kernel for NQueens {
         let n = params.get_usize_in(self, "n", 1..=SOLUTION_COUNTS.len())?;
         let cutoff = params.get_usize(self, "cutoff")?;
         let total = shared_counter(self, params)?;
+        let cutoff = cutoff.min(n);
         Ok(Box::new(PreparedNQueens {
             n,
-            cutoff: cutoff.min(n),
+            cutoff,
             total,
+            frontier_tags: frontier_tags(Board::empty(n), cutoff),
         }))
     }
 }
@@ -100,9 +118,11 @@ impl Kernel for NQueens {
 struct PreparedNQueens {
     n: usize,
     cutoff: usize,
-    /// The shared solution count, on the chosen atomics backend; never reset (a run's count is
-    /// the difference).
+    /// The shared solution count and checksum ([`Search`]), on the chosen atomics backend;
+    /// never reset (a run's is the difference).
     total: SharedCounter,
+    /// What the checksum must be: the sum of the tags of the boards at the cutoff.
+    frontier_tags: u64,
 }
 
 impl PreparedKernel for PreparedNQueens {
@@ -110,7 +130,7 @@ impl PreparedKernel for PreparedNQueens {
         let (counted, elapsed) = timed(exec, || {
             count_solutions_into(exec, self.n, self.cutoff, &self.total)
         })?;
-        let solutions = counted?;
+        let Search { solutions, tags } = counted?;
         let expected = SOLUTION_COUNTS[self.n - 1];
         if solutions != expected {
             return Err(wrong_result(
@@ -118,6 +138,16 @@ impl PreparedKernel for PreparedNQueens {
                 format!(
                     "{solutions} solutions for N = {}, expected {expected}",
                     self.n
+                ),
+            ));
+        }
+        if tags != Search::checksum(self.frontier_tags) {
+            return Err(wrong_result(
+                "nqueens",
+                format!(
+                    "the right count ({solutions}) from the wrong subtrees: a task below row {} \
+                     ran twice or never",
+                    self.cutoff
                 ),
             ));
         }
@@ -174,6 +204,18 @@ impl Board {
         }
     }
 
+    /// A hash of the placement (its attacked columns and diagonals), summed by the checksum of
+    /// the cutoff-level boards. A board and its mirror image get different tags.
+    fn tag(&self) -> u64 {
+        let mut z = u64::from(self.columns)
+            ^ u64::from(self.down_left).rotate_left(21)
+            ^ u64::from(self.down_right).rotate_left(42);
+        // SplitMix64's finaliser.
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
     /// Every valid placement of the next queen.
     fn children(&self) -> Vec<Board> {
         let mut free = self.free_columns();
@@ -202,26 +244,67 @@ fn count_sequential(board: Board) -> u64 {
     count
 }
 
+/// Sum (wrapping) of the tags of the boards the search hands to [`count_sequential`] with
+/// `cutoff`: those in row `cutoff`, and complete ones above it. Found by walking the valid
+/// placements down to the cutoff on the calling thread.
+fn frontier_tags(board: Board, cutoff: usize) -> u64 {
+    if board.row >= cutoff || board.is_complete() {
+        return board.tag();
+    }
+    board.children().into_iter().fold(0, |sum, child| {
+        sum.wrapping_add(frontier_tags(child, cutoff))
+    })
+}
+
+/// What one search added to the shared counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Search {
+    /// Solutions counted.
+    solutions: u64,
+    /// Checksum of the tags of the cutoff-level boards searched, mod 2^(64 − [`COUNT_BITS`]).
+    tags: u64,
+}
+
+impl Search {
+    /// What a cutoff-level task adds to the shared counter: its `solutions` and `tag`.
+    fn packed(solutions: u64, tag: u64) -> u64 {
+        solutions.wrapping_add(tag << COUNT_BITS)
+    }
+
+    /// The counter's increase over a search, split into count and checksum.
+    fn unpack(added: u64) -> Self {
+        Search {
+            solutions: added & ((1 << COUNT_BITS) - 1),
+            tags: added >> COUNT_BITS,
+        }
+    }
+
+    /// A sum of tags as [`Search::tags`] holds it.
+    fn checksum(tags: u64) -> u64 {
+        (tags << COUNT_BITS) >> COUNT_BITS
+    }
+}
+
 /// Number of solutions for an `n × n` board, with one task per valid
 /// placement in rows `0..cutoff`.
 #[cfg(test)]
 fn count_solutions(exec: &dyn Executor, n: usize, cutoff: usize) -> Result<u64, ExecutorError> {
     let total = SharedCounter::new(AtomicsBackend::Std)
         .map_err(|error| ExecutorError::Spawn(std::io::Error::other(error.to_string())))?;
-    count_solutions_into(exec, n, cutoff, &total)
+    Ok(count_solutions_into(exec, n, cutoff, &total)?.solutions)
 }
 
-/// Number of solutions for an `n × n` board, with one task per valid placement in rows
-/// `0..cutoff`, added into `total`; returns this search's count.
+/// Solutions for an `n × n` board, with one task per valid placement in rows `0..cutoff`, added
+/// into `total`; returns what this search added.
 fn count_solutions_into(
     exec: &dyn Executor,
     n: usize,
     cutoff: usize,
     total: &SharedCounter,
-) -> Result<u64, ExecutorError> {
+) -> Result<Search, ExecutorError> {
     let before = total.load();
     count_below(exec, Board::empty(n), cutoff, total)?;
-    Ok(total.load().wrapping_sub(before))
+    Ok(Search::unpack(total.load().wrapping_sub(before)))
 }
 
 fn count_below(
@@ -231,7 +314,7 @@ fn count_below(
     total: &SharedCounter,
 ) -> Result<(), ExecutorError> {
     if board.row >= cutoff || board.is_complete() {
-        total.add(count_sequential(board));
+        total.add(Search::packed(count_sequential(board), board.tag()));
         return Ok(());
     }
     let children = board.children();
@@ -262,6 +345,48 @@ mod tests {
         for cutoff in 0..=8 {
             assert_eq!(count_solutions(&SeqExecutor::new(), 8, cutoff).unwrap(), 92);
         }
+    }
+
+    #[test]
+    fn a_search_adds_the_tags_of_the_boards_at_its_cutoff() {
+        for (n, cutoff) in [(1, 0), (4, 2), (8, 0), (8, 3), (8, 8), (10, 4), (20, 2)] {
+            let total = SharedCounter::new(AtomicsBackend::Std).unwrap();
+            // A count whose search would be too long for a test is left out: the tags are the
+            // point here.
+            if n <= 10 {
+                let search = count_solutions_into(&SeqExecutor::new(), n, cutoff, &total).unwrap();
+                assert_eq!(search.solutions, SOLUTION_COUNTS[n - 1], "N = {n}");
+                let expected = Search::checksum(frontier_tags(Board::empty(n), cutoff));
+                assert_eq!(search.tags, expected, "N = {n}, cutoff {cutoff}");
+            }
+            // Boards in the row below the cutoff are not in the checksum.
+            let deeper = frontier_tags(Board::empty(n), cutoff + 1);
+            if n > cutoff + 1 {
+                assert_ne!(frontier_tags(Board::empty(n), cutoff), deeper, "N = {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_board_and_its_mirror_image_have_different_tags() {
+        let board = Board::empty(8);
+        assert_ne!(board.place(1).tag(), board.place(1 << 7).tag());
+        let second = |first: u32, second: u32| board.place(first).place(second).tag();
+        assert_ne!(second(1, 1 << 2), second(1 << 7, 1 << 5));
+    }
+
+    #[test]
+    fn the_count_and_the_checksum_share_the_counter_without_mixing() {
+        let (solutions, tag) = (SOLUTION_COUNTS[19], u64::MAX);
+        let added = Search::packed(solutions, tag).wrapping_add(Search::packed(5, 3));
+        assert_eq!(
+            Search::unpack(added),
+            Search {
+                solutions: solutions + 5,
+                tags: Search::checksum(tag.wrapping_add(3)),
+            }
+        );
+        assert!(SOLUTION_COUNTS.iter().all(|&count| count < 1 << COUNT_BITS));
     }
 
     #[test]
