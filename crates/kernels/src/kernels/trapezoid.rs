@@ -14,6 +14,11 @@
 //!
 //! The shared sum is built once when the kernel is prepared (so an atomics backend this CPU
 //! cannot run is a parameter error) and reset before every run.
+//!
+//! Validation: the total must be within [`tolerance`] of π, which a correct run meets in any
+//! order of additions and any split into chunks. A block lost or added twice by the executor
+//! must fall outside it; the rounding bound grows with `n` while a block's share of π shrinks,
+//! so `prepare` refuses blocks too small for the check to see ([`smallest_visible_block`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
@@ -36,6 +41,17 @@ const METHODS: [&str; 5] = ["spin", "mutex", "semaphore", "atomic", "local"];
 fn tolerance(n: usize) -> f64 {
     let n = n as f64;
     1.0 / (3.0 * n * n) + n * 4.0 * f64::EPSILON
+}
+
+/// Fewest trapezoids a block of `n` needs for the check to see it missing or counted twice.
+///
+/// A trapezoid adds at least 2h = 2/n (the integrand is at least 2 on [0, 1]), and a block
+/// lost from a run whose own error already used up the tolerance must still leave it:
+/// 2·L/n > 2·[`tolerance`]`(n)`. The rounding term grows with n, so large n need larger blocks:
+/// at 2^24 trapezoids one is enough, at 2^26 a block of one is 3·10^-8 of π against a
+/// tolerance of 6·10^-8.
+fn smallest_visible_block(n: usize) -> usize {
+    (n as f64 * tolerance(n)).floor() as usize + 1
 }
 
 /// A lock with explicit lock and unlock, for the study's own busy-wait flag and semaphore.
@@ -243,6 +259,25 @@ impl Kernel for Trapezoid {
         let n = params.get_usize_in(self, "n", 1..=1 << 34)?;
         let block = params.get_usize_in(self, "block", 1..=1 << 34)?;
         let method = params.get_choice(self, "method", &METHODS)?;
+        // The last block holds what is left when `block` does not divide `n`.
+        let smallest = match n % block {
+            0 => block,
+            rest => rest,
+        };
+        let visible = smallest_visible_block(n);
+        if smallest < visible {
+            return Err(bad_param(
+                self,
+                "block",
+                &block.to_string(),
+                &format!(
+                    "with n = {n} the check cannot see a missing block of fewer than {visible} \
+                     trapezoids (its share of π is within the rounding tolerance); every block, \
+                     the last one (n mod block when block does not divide n) included, needs at \
+                     least {visible}"
+                ),
+            ));
+        }
         // Given, not merely different from the default: `--lock std` with `--method spin` would
         // record a lock the run never took.
         if !uses_lock(method)
@@ -426,6 +461,39 @@ mod tests {
             .with("lock", "tas")
             .with("backend", "portable");
         assert!(Trapezoid.prepare(&spin, 1).is_ok());
+    }
+
+    #[test]
+    fn a_block_too_small_for_the_check_to_see_is_refused() {
+        let prepare = |n: &str, block: &str| {
+            Trapezoid.prepare(&Params::new().with("n", n).with("block", block), 2)
+        };
+        // The pthreads study's sizes (block 1 up to 2^24) and the default are checked.
+        for (n, block) in [("2^20", "1"), ("2^24", "1"), ("2^21", "256"), ("7", "3")] {
+            assert!(prepare(n, block).is_ok(), "n = {n}, block {block}");
+        }
+        // At 2^26 one trapezoid is 2^-25 ≈ 3·10^-8 of π, inside the tolerance of 6·10^-8; the
+        // last case's last block holds one trapezoid.
+        for (n, block) in [
+            (1usize << 26, 1usize),
+            (1 << 34, 1 << 10),
+            ((1 << 26) + 1, 64),
+        ] {
+            match prepare(&n.to_string(), &block.to_string()) {
+                Err(KernelError::BadParam { name, reason, .. }) => {
+                    assert_eq!(name, "block");
+                    assert!(reason.contains("cannot see a missing block"), "{reason}");
+                }
+                other => panic!("n = {n}, block {block}: {:?}", other.map(|_| ())),
+            }
+        }
+        assert!(prepare("2^26", "64").is_ok());
+        for n in [1, 1000, 1 << 20, 1 << 26, 1 << 34] {
+            let visible = smallest_visible_block(n);
+            let share = |trapezoids: usize| 2.0 * trapezoids as f64 / n as f64;
+            assert!(share(visible) > 2.0 * tolerance(n), "n = {n}");
+            assert!(share(visible - 1) <= 2.0 * tolerance(n), "n = {n}");
+        }
     }
 
     #[test]
