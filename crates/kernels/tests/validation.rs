@@ -117,6 +117,13 @@ fn nqueens_notices_a_subtree_searched_twice_and_its_mirror_image_never() {
     assert_off_by_one_tasks_are_a_wrong_result("nqueens", &params);
 }
 
+#[test]
+fn spawn_cost_notices_a_task_run_twice_and_one_never() {
+    // Every call still runs as many tasks as it asked for.
+    let params = Params::new().with("max", "8").with("reps", "2");
+    assert_off_by_one_tasks_are_a_wrong_result("spawn-cost", &params);
+}
+
 fn small(name: &str) -> (Params, &'static dyn parbench_kernels::Kernel) {
     let kernel = find_kernel(name).unwrap();
     (Params::small(kernel), kernel)

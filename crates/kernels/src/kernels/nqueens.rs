@@ -29,6 +29,7 @@ use crate::executor::{Executor, ExecutorError};
 use crate::kernel::{
     Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, timed, wrong_result,
 };
+use crate::kernels::rng::mix64;
 #[cfg(test)]
 use crate::kernels::shared_atomics::AtomicsBackend;
 use crate::kernels::shared_atomics::{ATOMICS_BACKEND_PARAM, SharedCounter, shared_counter};
@@ -207,13 +208,11 @@ impl Board {
     /// A hash of the placement (its attacked columns and diagonals), summed by the checksum of
     /// the cutoff-level boards. A board and its mirror image get different tags.
     fn tag(&self) -> u64 {
-        let mut z = u64::from(self.columns)
-            ^ u64::from(self.down_left).rotate_left(21)
-            ^ u64::from(self.down_right).rotate_left(42);
-        // SplitMix64's finaliser.
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        mix64(
+            u64::from(self.columns)
+                ^ u64::from(self.down_left).rotate_left(21)
+                ^ u64::from(self.down_right).rotate_left(42),
+        )
     }
 
     /// Every valid placement of the next queen.
