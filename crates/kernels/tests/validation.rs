@@ -124,6 +124,50 @@ fn spawn_cost_notices_a_task_run_twice_and_one_never() {
     assert_off_by_one_tasks_are_a_wrong_result("spawn-cost", &params);
 }
 
+/// A broken executor: `for_each_task` runs every task twice, one run after the other. Loops and
+/// joins run correctly.
+struct EveryTaskTwice;
+
+impl Executor for EveryTaskTwice {
+    fn kind(&self) -> ExecutorKind {
+        ExecutorKind::Seq
+    }
+    fn threads(&self) -> usize {
+        2
+    }
+    fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
+        SeqExecutor::new().for_chunks(range, body);
+    }
+    fn join(
+        &self,
+        a: &mut (dyn FnMut() + Send),
+        b: &mut (dyn FnMut() + Send),
+    ) -> Result<(), ExecutorError> {
+        SeqExecutor::new().join(a, b)
+    }
+    fn for_each_task(
+        &self,
+        n: usize,
+        task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
+    ) -> Result<(), ExecutorError> {
+        (0..n).try_for_each(|i| task(i).and_then(|()| task(i)))
+    }
+}
+
+#[test]
+fn stressors_notice_a_task_run_twice() {
+    // A second run of a task leaves its chains as right as the first, but does work the
+    // operations-per-second metric does not count.
+    for name in ["fp-add", "int-div", "load-dep"] {
+        let (params, kernel) = small(name);
+        let mut prepared = kernel.prepare(&params, 2).unwrap();
+        match prepared.run(&EveryTaskTwice) {
+            Err(KernelError::WrongResult { kernel, .. }) => assert_eq!(kernel, name),
+            other => panic!("{name}: expected a wrong result, got {other:?}"),
+        }
+    }
+}
+
 fn small(name: &str) -> (Params, &'static dyn parbench_kernels::Kernel) {
     let kernel = find_kernel(name).unwrap();
     (Params::small(kernel), kernel)

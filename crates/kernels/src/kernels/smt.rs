@@ -13,7 +13,9 @@
 //! `load-dep` chases pointers through one random cycle over a `--kb` KiB buffer.
 //!
 //! Every task's final chain values are checked against a plain-Rust simulation of the same
-//! operations computed when the kernel is prepared. The metric is operations per second.
+//! operations computed when the kernel is prepared, and every task must have run exactly once: a
+//! second run ends with the same chains but does work the metric, operations per second, does not
+//! count.
 
 use std::hint::black_box;
 use std::sync::{Mutex, PoisonError};
@@ -466,14 +468,31 @@ impl PreparedKernel for PreparedStressor {
     fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
         let tasks = exec.threads();
         let results: Mutex<Vec<Option<Chains>>> = Mutex::new(vec![None; tasks]);
+        let runs_again: Mutex<Vec<usize>> = Mutex::new(Vec::new());
         let (outcome, elapsed) = timed(exec, || {
             exec.for_each_task(tasks, &|t| {
                 let chains = fast(self.class, self.iters, &self.ring);
-                results.lock().unwrap_or_else(PoisonError::into_inner)[t] = Some(chains);
+                let earlier =
+                    results.lock().unwrap_or_else(PoisonError::into_inner)[t].replace(chains);
+                if earlier.is_some() {
+                    runs_again
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(t);
+                }
                 Ok(())
             })
         })?;
         outcome?;
+        let runs_again = runs_again
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(t) = runs_again.first() {
+            return Err(wrong_result(
+                self.name,
+                format!("task {t} ran more than once"),
+            ));
+        }
         let results = results.into_inner().unwrap_or_else(PoisonError::into_inner);
         if let Some(t) = results.iter().position(|r| *r != Some(self.expected)) {
             return Err(wrong_result(
