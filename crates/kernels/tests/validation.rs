@@ -168,6 +168,65 @@ fn stressors_notice_a_task_run_twice() {
     }
 }
 
+/// A broken executor: every loop runs the first half of its range twice and the second half
+/// never (a chunk handed out twice, its neighbour lost: the loop still does as many iterations).
+struct FirstHalfTwice(SeqExecutor);
+
+impl Executor for FirstHalfTwice {
+    fn kind(&self) -> ExecutorKind {
+        ExecutorKind::Seq
+    }
+    fn threads(&self) -> usize {
+        2
+    }
+    fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
+        let half = range.len() / 2;
+        if half > 0 {
+            body(range.start..range.start + half);
+            body(range.start..range.start + half);
+        }
+        if range.len() % 2 == 1 {
+            body(range.end - 1..range.end);
+        }
+    }
+    fn join(
+        &self,
+        a: &mut (dyn FnMut() + Send),
+        b: &mut (dyn FnMut() + Send),
+    ) -> Result<(), ExecutorError> {
+        self.0.join(a, b)
+    }
+    fn for_each_task(
+        &self,
+        n: usize,
+        task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
+    ) -> Result<(), ExecutorError> {
+        self.0.for_each_task(n, task)
+    }
+}
+
+#[test]
+fn a_chunk_run_in_place_of_another_is_a_wrong_result() {
+    for name in [
+        "spmv-balanced",
+        "spmv-triangle",
+        "spmv-hyperbolic",
+        "reduce",
+        "scan",
+        "matmul",
+        "transpose",
+        "trapezoid",
+        "sched-time",
+    ] {
+        let (params, kernel) = small(name);
+        let mut prepared = kernel.prepare(&params, 2).unwrap();
+        match prepared.run(&FirstHalfTwice(SeqExecutor::new())) {
+            Err(KernelError::WrongResult { kernel, .. }) => assert_eq!(kernel, name),
+            other => panic!("{name}: expected a wrong result, got {other:?}"),
+        }
+    }
+}
+
 fn small(name: &str) -> (Params, &'static dyn parbench_kernels::Kernel) {
     let kernel = find_kernel(name).unwrap();
     (Params::small(kernel), kernel)

@@ -5,7 +5,11 @@
 //! ([`Executor::sched_time_probe`]); for the others the kernel measures the same thing through the
 //! loop: every iteration busy-waits for a microsecond (so one thread cannot finish the loop before
 //! the others wake up) and each thread records when it first got a chunk. Threads that never got work
-//! are simply absent; the `threads-started` metric shows how many did.
+//! are simply absent; the `threads-started` metric shows how many did. The loop must have run
+//! every iteration once: each chunk adds its length and a checksum of its iterations' tags to one
+//! counter (a count of iterations alone would pass a chunk run twice in place of another).
+//! Only a loop the kernel runs itself is checked so: the scheduler's probe reports start times
+//! alone.
 //!
 //! The loop has `per-thread` iterations per executor thread (default 64, the study's probe). A
 //! thread that starts later than the others need to run the whole loop never shows up, so a longer
@@ -18,7 +22,7 @@
 //! that costs a call of `per-thread` µs per thread.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
@@ -26,6 +30,21 @@ use crate::executor::Executor;
 use crate::kernel::{
     Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, timed, wrong_result,
 };
+use crate::kernels::rng::mix64;
+
+/// Bits of the loop's coverage counter that count iterations (far more than the at most
+/// threads × 10^6 of a loop); the checksum of their tags takes the bits above.
+const COUNT_BITS: u32 = 40;
+
+/// What iteration `i` adds to the coverage counter: one iteration, and its tag.
+fn iteration_mark(i: usize) -> u64 {
+    1u64.wrapping_add(mix64(i as u64) << COUNT_BITS)
+}
+
+/// The coverage counter's value after the iterations `range`, each run once.
+fn marks(range: std::ops::Range<usize>) -> u64 {
+    range.map(iteration_mark).fold(0, u64::wrapping_add)
+}
 
 /// The `sched-time` kernel.
 pub(crate) struct SchedTime;
@@ -91,10 +110,11 @@ fn iteration_work() {
     }
 }
 
-fn through_the_loop(exec: &dyn Executor, per_thread: usize) -> Result<Vec<Duration>, KernelError> {
-    let iterations = exec.threads() * per_thread;
+/// The start times, sorted, of a loop of `iterations` iterations, and its coverage counter
+/// (see [`check_coverage`]).
+fn through_the_loop(exec: &dyn Executor, iterations: usize) -> (Vec<Duration>, u64) {
     let first_seen: Mutex<Vec<(ThreadId, Duration)>> = Mutex::new(Vec::new());
-    let covered = AtomicUsize::new(0);
+    let covered = AtomicU64::new(0);
     let start = Instant::now();
     exec.for_chunks(0..iterations, &|chunk| {
         let at = start.elapsed();
@@ -108,24 +128,36 @@ fn through_the_loop(exec: &dyn Executor, per_thread: usize) -> Result<Vec<Durati
             }
         }
         // Relaxed: read after the loop, whose completion orders it.
-        covered.fetch_add(chunk.len(), Relaxed);
+        covered.fetch_add(marks(chunk.clone()), Relaxed);
         chunk.for_each(|_| iteration_work());
     });
     let seen = first_seen
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if covered.load(Relaxed) != iterations {
+    let mut starts: Vec<Duration> = seen.into_iter().map(|(_, at)| at).collect();
+    starts.sort();
+    (starts, covered.into_inner())
+}
+
+/// Checks that the loop whose coverage counter is `covered` ran each of its `iterations` once.
+fn check_coverage(covered: u64, iterations: usize) -> Result<(), KernelError> {
+    let expected = marks(0..iterations);
+    let count = |marks: u64| marks & ((1 << COUNT_BITS) - 1);
+    if count(covered) != count(expected) {
+        return Err(wrong_result(
+            "sched-time",
+            format!("loop covered {} of {iterations} iterations", count(covered)),
+        ));
+    }
+    if covered != expected {
         return Err(wrong_result(
             "sched-time",
             format!(
-                "loop covered {} of {iterations} iterations",
-                covered.load(Relaxed)
+                "loop ran {iterations} iterations, but not each once: some ran twice and others never"
             ),
         ));
     }
-    let mut starts: Vec<Duration> = seen.into_iter().map(|(_, at)| at).collect();
-    starts.sort();
-    Ok(starts)
+    Ok(())
 }
 
 impl PreparedKernel for PreparedSchedTime {
@@ -133,11 +165,19 @@ impl PreparedKernel for PreparedSchedTime {
         if !self.idle.is_zero() {
             thread::sleep(self.idle);
         }
-        let (starts, elapsed) = timed(exec, || match exec.sched_time_probe(self.per_thread) {
-            Some(starts) => Ok(starts),
-            None => through_the_loop(exec, self.per_thread),
-        })?;
-        let starts = starts?;
+        let iterations = exec.threads() * self.per_thread;
+        let ((starts, covered), elapsed) =
+            timed(exec, || match exec.sched_time_probe(self.per_thread) {
+                // The scheduler's probe does not report what its loop covered.
+                Some(starts) => (starts, None),
+                None => {
+                    let (starts, covered) = through_the_loop(exec, iterations);
+                    (starts, Some(covered))
+                }
+            })?;
+        if let Some(covered) = covered {
+            check_coverage(covered, iterations)?;
+        }
         // The calling thread may work alongside all of a pool's workers (parbench-scheduler lets
         // it run stolen pieces too), hence the one extra thread.
         if starts.is_empty() || starts.len() > exec.threads() + 1 {
