@@ -1,6 +1,9 @@
 //! The search kernels against answers computed without them: the published
-//! N-queens counts, brute force over all QAP permutations, and the expected
-//! area written in the bundled floorplan input.
+//! N-queens counts, brute force over all QAP permutations, the expected
+//! area written in the bundled floorplan input, and the answers for the
+//! default inputs (qap's generated instance, floorplan's bundled one), found
+//! once by brute force and exhaustive search and kept as constants — the
+//! kernels' own checks compare only with their sequential search.
 //!
 //! Runs go through the public kernel API on every executor, so a lost or
 //! doubled task shows up as a wrong answer here, not only inside the kernel's
@@ -201,11 +204,39 @@ fn floorplan_finds_the_area_written_in_the_bundled_input_on_every_executor() {
     }
 }
 
+/// The minimal area of the default input (`data/floorplan-10.txt`), found by an exhaustive search
+/// without pruning (floorplan.rs's `exhaustive_search`: 21 571 231 placements, 11 s unoptimised),
+/// not by the kernel's search, which the kernel's own check compares against.
+const FLOORPLAN_DEFAULT_AREA: f64 = 64.0;
+
+/// The optimum of the default instance (generated, n = 10, seed 1), found by brute force over all
+/// 10! permutations (`brute_force`, 16 s unoptimised), not by the kernel's branch and bound.
+const QAP_DEFAULT_OPTIMUM: f64 = 11_704.0;
+
 #[test]
-fn floorplan_default_input_runs_with_no_parameters() {
-    let exec = ExecutorKind::Seq.build(1, PinPolicy::None).unwrap();
-    let report = run("floorplan", &Params::new(), exec.as_ref());
-    assert!(metric(&report, "min-area") > 0.0);
+fn floorplan_default_input_has_the_exhaustively_searched_area_on_every_executor() {
+    for exec in executors() {
+        let report = run("floorplan", &Params::new(), exec.as_ref());
+        assert_eq!(
+            metric(&report, "min-area"),
+            FLOORPLAN_DEFAULT_AREA,
+            "on {}",
+            exec.kind()
+        );
+    }
+}
+
+#[test]
+fn qap_default_instance_has_the_brute_force_optimum_on_every_executor() {
+    for exec in executors() {
+        let report = run("qap", &Params::new(), exec.as_ref());
+        assert_eq!(
+            metric(&report, "optimum"),
+            QAP_DEFAULT_OPTIMUM,
+            "on {}",
+            exec.kind()
+        );
+    }
 }
 
 #[test]
