@@ -227,6 +227,27 @@ fn a_chunk_run_in_place_of_another_is_a_wrong_result() {
     }
 }
 
+#[test]
+fn branch_and_bound_kernels_notice_a_task_lost_or_run_twice() {
+    // The optimum alone can survive either: here half of every call's tasks never run (the
+    // optimum lies in the other half) or every task runs twice, and the run searched a different
+    // tree from the one it is timed for.
+    for (name, params) in [
+        ("qap", Params::new().with("n", "6").with("cutoff", "2")),
+        ("floorplan", Params::new().with("cutoff", "2")),
+    ] {
+        let kernel = find_kernel(name).unwrap();
+        let mut prepared = kernel.prepare(&params, 2).unwrap();
+        let half = HalfLoops(SeqExecutor::new());
+        for exec in [&half as &dyn Executor, &EveryTaskTwice] {
+            match prepared.run(exec) {
+                Err(KernelError::WrongResult { kernel, .. }) => assert_eq!(kernel, name),
+                other => panic!("{name}: expected a wrong result, got {other:?}"),
+            }
+        }
+    }
+}
+
 fn small(name: &str) -> (Params, &'static dyn parbench_kernels::Kernel) {
     let kernel = find_kernel(name).unwrap();
     (Params::small(kernel), kernel)

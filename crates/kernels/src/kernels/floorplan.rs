@@ -28,6 +28,8 @@
 //! Validation: `prepare` solves the input once sequentially (untimed); every
 //! run must find the same minimal area, and the floorplan it reports is
 //! re-checked (every cell inside the board, no overlaps, area = footprint).
+//! The area survives a lost or doubled task, so every task call is also
+//! checked to run each of its tasks once ([`CheckedTasks`]).
 //!
 //! Each run also reports `nodes`: how many placements fitted the board (the
 //! partial and complete floorplans the search built). The search is a
@@ -48,6 +50,7 @@ use crate::input::integer_tokens::read_input_file;
 use crate::kernel::{
     Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, timed, wrong_result,
 };
+use crate::kernels::checked_tasks::CheckedTasks;
 use crate::kernels::shared_atomics::{ATOMICS_BACKEND_PARAM, SharedWord, shared_word};
 use crate::kernels::shared_minimum::SharedMinimum;
 
@@ -149,10 +152,20 @@ struct PreparedFloorplan {
 
 impl PreparedKernel for PreparedFloorplan {
     fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
+        let checked = CheckedTasks::new(exec);
         let (solved, elapsed) = timed(exec, || {
-            solve_with(exec, &self.input, self.cutoff, &mut self.bound)
+            solve_with(&checked, &self.input, self.cutoff, &mut self.bound)
         })?;
         let (plan, nodes) = solved?;
+        if checked.miscounted() != 0 {
+            return Err(wrong_result(
+                "floorplan",
+                format!(
+                    "{} tasks ran twice or never (the minimal area cannot show it)",
+                    checked.miscounted()
+                ),
+            ));
+        }
         let area = plan.as_ref().map(|plan| plan.area);
         if area != self.reference {
             return Err(wrong_result(

@@ -1,6 +1,7 @@
 //! The kernels, one file each (the SMT-bench stressors share one file: they differ only in the
 //! operation their loop repeats).
 
+pub(crate) mod checked_tasks;
 pub(crate) mod csr;
 pub(crate) mod floorplan;
 pub(crate) mod lock_choice;

@@ -16,7 +16,9 @@
 //!
 //! Validation: `prepare` solves the instance once sequentially (untimed); each
 //! run must find the same optimum, and the permutation it reports must be a
-//! permutation whose recomputed cost equals that optimum. An optimum written
+//! permutation whose recomputed cost equals that optimum. The optimum survives
+//! a lost or doubled task, so every task call is also checked to run each of
+//! its tasks once ([`CheckedTasks`]). An optimum written
 //! in the input file is only compared and reported, never trusted.
 //!
 //! Each run also reports `nodes`, the partial and complete assignments the
@@ -33,6 +35,7 @@ use crate::input::qaplib::QapInstance;
 use crate::kernel::{
     Kernel, KernelError, Metric, ParamSpec, Params, PreparedKernel, RunReport, timed, wrong_result,
 };
+use crate::kernels::checked_tasks::CheckedTasks;
 use crate::kernels::shared_atomics::{ATOMICS_BACKEND_PARAM, SharedWord, shared_word};
 use crate::kernels::shared_minimum::SharedMinimum;
 
@@ -146,10 +149,20 @@ struct PreparedQap {
 
 impl PreparedKernel for PreparedQap {
     fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
+        let checked = CheckedTasks::new(exec);
         let (solved, elapsed) = timed(exec, || {
-            solve_with(exec, &self.instance, self.cutoff, &mut self.bound)
+            solve_with(&checked, &self.instance, self.cutoff, &mut self.bound)
         })?;
         let (solution, nodes) = solved?;
+        if checked.miscounted() != 0 {
+            return Err(wrong_result(
+                "qap",
+                format!(
+                    "{} tasks ran twice or never (the optimum cannot show it)",
+                    checked.miscounted()
+                ),
+            ));
+        }
         check_solution(&self.instance, &solution, self.reference_cost)?;
         let mut metrics = vec![Metric::new("optimum", solution.cost as f64, "")];
         if let Some(expected) = self.instance.expected_optimum() {
