@@ -227,6 +227,73 @@ fn a_chunk_run_in_place_of_another_is_a_wrong_result() {
     }
 }
 
+/// A correct executor with unusual habits: loops run one iteration per chunk, last iteration
+/// first; `join` runs its second closure first; `for_each_task` starts its tasks last first, each
+/// on a thread of its own, all at the same time.
+struct Backwards;
+
+impl Executor for Backwards {
+    fn kind(&self) -> ExecutorKind {
+        ExecutorKind::Spawn
+    }
+    fn threads(&self) -> usize {
+        2
+    }
+    fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
+        range.rev().for_each(|i| body(i..i + 1));
+    }
+    fn join(
+        &self,
+        a: &mut (dyn FnMut() + Send),
+        b: &mut (dyn FnMut() + Send),
+    ) -> Result<(), ExecutorError> {
+        b();
+        a();
+        Ok(())
+    }
+    fn for_each_task(
+        &self,
+        n: usize,
+        task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
+    ) -> Result<(), ExecutorError> {
+        std::thread::scope(|scope| {
+            let tasks: Vec<_> = (0..n).rev().map(|i| scope.spawn(move || task(i))).collect();
+            tasks
+                .into_iter()
+                .try_for_each(|task| task.join().expect("a task panicked"))
+        })
+    }
+}
+
+#[test]
+fn every_kernel_validates_whatever_order_and_chunks_a_correct_executor_picks() {
+    // A check too exact for a legitimate reordering (a floating-point sum compared bit for bit,
+    // a result that depends on chunk boundaries) fails here.
+    for kernel in parbench_kernels::registry() {
+        let params = Params::small(*kernel);
+        let mut prepared = kernel.prepare(&params, 2).unwrap();
+        for _ in 0..2 {
+            prepared
+                .run(&Backwards)
+                .unwrap_or_else(|e| panic!("{}: {e}", kernel.name()));
+        }
+    }
+    // trapezoid's methods differ in how chunks add to the total.
+    for method in ["spin", "mutex", "semaphore", "atomic", "local"] {
+        let params = Params::new()
+            .with("n", "3000")
+            .with("block", "7")
+            .with("method", method);
+        let mut prepared = find_kernel("trapezoid")
+            .unwrap()
+            .prepare(&params, 2)
+            .unwrap();
+        prepared
+            .run(&Backwards)
+            .unwrap_or_else(|e| panic!("trapezoid {method}: {e}"));
+    }
+}
+
 #[test]
 fn branch_and_bound_kernels_notice_a_task_lost_or_run_twice() {
     // The optimum alone can survive either: here half of every call's tasks never run (the
