@@ -8,35 +8,45 @@
 //! of them exists to compare with afterwards; each call is checked on its own instead, against
 //! the `n` it asked for.
 //!
-//! Per call this costs one `Vec<AtomicBool>` of `n` flags, set by its task (an exchange on the
-//! task's own flag), and a pass over the flags when the call returns: less than the search node
-//! each task copies anyway.
+//! Each task adds a tag of its index ([`mix64`], a bijection, so no two indices share a tag) to a
+//! sum in the call's frame, and the call compares the sum with the tags of `0..n` when it
+//! returns. A task lost, run twice, or one run in place of another changes the sum; several
+//! errors cancel out only as rarely as random 64-bit numbers collide. That is one atomic add per
+//! task and no allocation: a branch-and-bound run makes hundreds of calls, each inside the timed
+//! section, and a flag per task (a `Vec<AtomicBool>` per call) cost an allocation per call.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::executor::{Executor, ExecutorError, ExecutorKind};
+use crate::kernels::rng::mix64;
 
 /// `inner`, with every [`Executor::for_each_task`] call checked to run each task exactly once.
 pub(crate) struct CheckedTasks<'e> {
     inner: &'e dyn Executor,
-    /// Tasks run more than once, plus tasks not run by a call that returned `Ok`.
-    miscounted: AtomicU64,
+    /// Calls that returned `Ok` without running each of their tasks exactly once.
+    wrong_calls: AtomicU64,
 }
 
 impl<'e> CheckedTasks<'e> {
     pub(crate) fn new(inner: &'e dyn Executor) -> Self {
         CheckedTasks {
             inner,
-            miscounted: AtomicU64::new(0),
+            wrong_calls: AtomicU64::new(0),
         }
     }
 
-    /// How many tasks ran twice or more, or never, over all calls so far.
-    pub(crate) fn miscounted(&self) -> u64 {
+    /// How many calls so far ran a task twice or more, or never, or one in place of another.
+    pub(crate) fn wrong_calls(&self) -> u64 {
         // Relaxed: read after the calls that counted have returned.
-        self.miscounted.load(Relaxed)
+        self.wrong_calls.load(Relaxed)
     }
+}
+
+/// Task `index`'s tag: distinct for distinct indices, and never 0 (`mix64` maps only 0 to 0), so
+/// that task 0 lost or doubled shows too.
+fn tag(index: usize) -> u64 {
+    mix64(index as u64 + 1)
 }
 
 impl Executor for CheckedTasks<'_> {
@@ -65,17 +75,15 @@ impl Executor for CheckedTasks<'_> {
         n: usize,
         task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
     ) -> Result<(), ExecutorError> {
-        let ran: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(false)).collect();
+        let tags = AtomicU64::new(0);
         self.inner.for_each_task(n, &|index| {
-            // Relaxed: the flags and the count are read after the call has joined every task.
-            if ran[index].swap(true, Relaxed) {
-                self.miscounted.fetch_add(1, Relaxed);
-            }
+            // Relaxed: the sum is read after the call has joined every task.
+            tags.fetch_add(tag(index), Relaxed);
             task(index)
         })?;
-        let never = ran.iter().filter(|flag| !flag.load(Relaxed)).count();
-        if never > 0 {
-            self.miscounted.fetch_add(never as u64, Relaxed);
+        let expected = (0..n).fold(0u64, |sum, index| sum.wrapping_add(tag(index)));
+        if tags.into_inner() != expected {
+            self.wrong_calls.fetch_add(1, Relaxed);
         }
         Ok(())
     }
@@ -95,16 +103,16 @@ mod tests {
     use crate::executor::SeqExecutor;
 
     #[test]
-    fn counts_tasks_run_twice_and_tasks_never_run() {
+    fn counts_calls_that_ran_a_task_twice_or_never() {
         let seq = SeqExecutor::new();
         let checked = CheckedTasks::new(&seq);
         checked.for_each_task(5, &|_| Ok(())).unwrap();
-        assert_eq!(checked.miscounted(), 0);
+        assert_eq!(checked.wrong_calls(), 0);
         // A call from inside a task is checked on its own, against its own count.
         checked
             .for_each_task(2, &|_| checked.for_each_task(3, &|_| Ok(())))
             .unwrap();
-        assert_eq!(checked.miscounted(), 0);
+        assert_eq!(checked.wrong_calls(), 0);
         struct SecondTwice(SeqExecutor);
         impl Executor for SecondTwice {
             fn kind(&self) -> ExecutorKind {
@@ -135,6 +143,40 @@ mod tests {
         let broken = SecondTwice(SeqExecutor::new());
         let checked = CheckedTasks::new(&broken);
         checked.for_each_task(3, &|_| Ok(())).unwrap();
-        assert_eq!(checked.miscounted(), 2);
+        assert_eq!(checked.wrong_calls(), 1);
+        // A task run again after every task ran once shows, task 0 too (its tag is not 0).
+        struct OneAgain(SeqExecutor, usize);
+        impl Executor for OneAgain {
+            fn kind(&self) -> ExecutorKind {
+                ExecutorKind::Seq
+            }
+            fn threads(&self) -> usize {
+                1
+            }
+            fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
+                self.0.for_chunks(range, body);
+            }
+            fn join(
+                &self,
+                a: &mut (dyn FnMut() + Send),
+                b: &mut (dyn FnMut() + Send),
+            ) -> Result<(), ExecutorError> {
+                self.0.join(a, b)
+            }
+            fn for_each_task(
+                &self,
+                n: usize,
+                task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
+            ) -> Result<(), ExecutorError> {
+                (0..n).try_for_each(task)?;
+                task(self.1)
+            }
+        }
+        for again in [0, 1] {
+            let broken = OneAgain(SeqExecutor::new(), again);
+            let checked = CheckedTasks::new(&broken);
+            checked.for_each_task(2, &|_| Ok(())).unwrap();
+            assert_eq!(checked.wrong_calls(), 1, "task {again} again");
+        }
     }
 }

@@ -157,12 +157,12 @@ impl PreparedKernel for PreparedFloorplan {
             solve_with(&checked, &self.input, self.cutoff, &mut self.bound)
         })?;
         let (plan, nodes) = solved?;
-        if checked.miscounted() != 0 {
+        if checked.wrong_calls() != 0 {
             return Err(wrong_result(
                 "floorplan",
                 format!(
-                    "{} tasks ran twice or never (the minimal area cannot show it)",
-                    checked.miscounted()
+                    "{} task calls ran a task twice or never (the minimal area cannot show it)",
+                    checked.wrong_calls()
                 ),
             ));
         }

@@ -154,12 +154,12 @@ impl PreparedKernel for PreparedQap {
             solve_with(&checked, &self.instance, self.cutoff, &mut self.bound)
         })?;
         let (solution, nodes) = solved?;
-        if checked.miscounted() != 0 {
+        if checked.wrong_calls() != 0 {
             return Err(wrong_result(
                 "qap",
                 format!(
-                    "{} tasks ran twice or never (the optimum cannot show it)",
-                    checked.miscounted()
+                    "{} task calls ran a task twice or never (the optimum cannot show it)",
+                    checked.wrong_calls()
                 ),
             ));
         }
