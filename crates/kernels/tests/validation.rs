@@ -5,26 +5,60 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parbench_kernels::{
-    Executor, ExecutorError, ExecutorKind, KernelError, Params, PinPolicy, SeqExecutor,
-    SpawnExecutor, find_kernel,
+    Executor, ExecutorError, ExecutorKind, KernelError, Params, PinPolicy, SpawnExecutor,
+    find_kernel,
 };
 
-/// A broken executor: every loop runs only the first half of its range.
-struct HalfLoops(SeqExecutor);
+/// The kernels whose work is parallel loops (trapezoid and sched-time last).
+const LOOP_KERNELS: [&str; 9] = [
+    "spmv-balanced",
+    "spmv-triangle",
+    "spmv-hyperbolic",
+    "reduce",
+    "scan",
+    "matmul",
+    "transpose",
+    "trapezoid",
+    "sched-time",
+];
 
-impl Executor for HalfLoops {
+type Loop = fn(Range<usize>, &(dyn Fn(Range<usize>) + Sync));
+type Task<'a> = &'a (dyn Fn(usize) -> Result<(), ExecutorError> + Sync);
+type Tasks = fn(&Rewired, usize, Task<'_>) -> Result<(), ExecutorError>;
+
+/// A test executor whose loops and task calls are rewired: broken ones that lose or repeat work,
+/// or correct ones in an unusual order. `join` runs its closures in order, or `b` first.
+struct Rewired {
+    kind: ExecutorKind,
+    loops: Loop,
+    tasks: Tasks,
+    b_first: bool,
+    /// `for_each_task` calls in progress, for rewirings of the outermost call only.
+    depth: AtomicUsize,
+}
+
+impl Rewired {
+    fn new(loops: Loop, tasks: Tasks) -> Self {
+        Rewired {
+            kind: ExecutorKind::Seq,
+            loops,
+            tasks,
+            b_first: false,
+            depth: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Executor for Rewired {
     fn kind(&self) -> ExecutorKind {
-        ExecutorKind::Seq
+        self.kind
     }
     fn threads(&self) -> usize {
         2
     }
     fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
-        let half = range.start + range.len().div_ceil(2);
-        if range.len() > 1 {
-            body(range.start..half);
-        } else {
-            self.0.for_chunks(range, body);
+        if !range.is_empty() {
+            (self.loops)(range, body);
         }
     }
     fn join(
@@ -32,70 +66,131 @@ impl Executor for HalfLoops {
         a: &mut (dyn FnMut() + Send),
         b: &mut (dyn FnMut() + Send),
     ) -> Result<(), ExecutorError> {
-        self.0.join(a, b)
+        if self.b_first {
+            b();
+            a();
+        } else {
+            a();
+            b();
+        }
+        Ok(())
     }
-    fn for_each_task(
-        &self,
-        n: usize,
-        task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
-    ) -> Result<(), ExecutorError> {
-        self.0.for_each_task(n.div_ceil(2), task)
-    }
-}
-
-/// A broken executor: its outermost `for_each_task` hands out task indices off by one — task 0
-/// runs twice and the last task never — each on a thread of its own, all at the same time (so
-/// tasks that wait for each other still meet). Nested calls and loops run correctly.
-#[derive(Default)]
-struct FirstTaskTwiceLastNever {
-    depth: AtomicUsize,
-}
-
-impl Executor for FirstTaskTwiceLastNever {
-    fn kind(&self) -> ExecutorKind {
-        ExecutorKind::Spawn
-    }
-    fn threads(&self) -> usize {
-        2
-    }
-    fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
-        SeqExecutor::new().for_chunks(range, body);
-    }
-    fn join(
-        &self,
-        a: &mut (dyn FnMut() + Send),
-        b: &mut (dyn FnMut() + Send),
-    ) -> Result<(), ExecutorError> {
-        SeqExecutor::new().join(a, b)
-    }
-    fn for_each_task(
-        &self,
-        n: usize,
-        task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
-    ) -> Result<(), ExecutorError> {
+    fn for_each_task(&self, n: usize, task: Task<'_>) -> Result<(), ExecutorError> {
         // SeqCst: a test double; only nesting depth, not performance, matters here.
-        let outermost = self.depth.fetch_add(1, Ordering::SeqCst) == 0;
-        let indices = (0..n).map(|i| if outermost { i.saturating_sub(1) } else { i });
-        let result = std::thread::scope(|scope| {
-            let tasks: Vec<_> = indices.map(|i| scope.spawn(move || task(i))).collect();
-            tasks
-                .into_iter()
-                .try_for_each(|task| task.join().expect("a task panicked"))
-        });
+        self.depth.fetch_add(1, Ordering::SeqCst);
+        let result = (self.tasks)(self, n, task);
         self.depth.fetch_sub(1, Ordering::SeqCst);
         result
     }
 }
 
-/// Runs `name` with `params` on [`FirstTaskTwiceLastNever`]; panics unless the kernel reports a
-/// wrong result.
-fn assert_off_by_one_tasks_are_a_wrong_result(name: &str, params: &Params) {
+/// The whole range in one chunk, as `seq` runs it.
+fn whole(range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
+    body(range);
+}
+
+/// Runs `task(i)` for every `i` of `indices`, each on a thread of its own, all at the same time
+/// (so tasks that wait for each other still meet).
+fn on_threads(indices: impl Iterator<Item = usize>, task: Task<'_>) -> Result<(), ExecutorError> {
+    std::thread::scope(|scope| {
+        let tasks: Vec<_> = indices.map(|i| scope.spawn(move || task(i))).collect();
+        tasks
+            .into_iter()
+            .try_for_each(|task| task.join().expect("a task panicked"))
+    })
+}
+
+/// A broken executor: every loop runs only the first half of its range, and every task call the
+/// first half of its tasks.
+fn half_loops() -> Rewired {
+    Rewired::new(
+        |range, body| body(range.start..range.start + range.len().div_ceil(2)),
+        |_, n, task| (0..n.div_ceil(2)).try_for_each(task),
+    )
+}
+
+/// A broken executor: its outermost `for_each_task` hands out task indices off by one — task 0
+/// runs twice and the last task never — each on a thread of its own, all at the same time.
+/// Nested calls and loops run correctly.
+fn first_task_twice_last_never() -> Rewired {
+    Rewired {
+        kind: ExecutorKind::Spawn,
+        ..Rewired::new(whole, |exec, n, task| {
+            // SeqCst: as in `for_each_task`.
+            let outermost = exec.depth.load(Ordering::SeqCst) == 1;
+            on_threads(
+                (0..n).map(|i| if outermost { i.saturating_sub(1) } else { i }),
+                task,
+            )
+        })
+    }
+}
+
+/// A broken executor: `for_each_task` runs every task twice, one run after the other. Loops and
+/// joins run correctly.
+fn every_task_twice() -> Rewired {
+    Rewired::new(whole, |_, n, task| {
+        (0..n).try_for_each(|i| task(i).and_then(|()| task(i)))
+    })
+}
+
+/// A broken executor: every loop runs the first half of its range twice and the second half
+/// never (a chunk handed out twice, its neighbour lost: the loop still does as many iterations).
+fn first_half_twice() -> Rewired {
+    Rewired::new(
+        |range, body| {
+            let half = range.len() / 2;
+            if half > 0 {
+                body(range.start..range.start + half);
+                body(range.start..range.start + half);
+            }
+            if range.len() % 2 == 1 {
+                body(range.end - 1..range.end);
+            }
+        },
+        |_, n, task| (0..n).try_for_each(task),
+    )
+}
+
+/// A correct executor with unusual habits: loops run one iteration per chunk, last iteration
+/// first; `join` runs its second closure first; `for_each_task` starts its tasks last first, each
+/// on a thread of its own, all at the same time.
+fn backwards() -> Rewired {
+    Rewired {
+        kind: ExecutorKind::Spawn,
+        b_first: true,
+        ..Rewired::new(
+            |range, body| range.rev().for_each(|i| body(i..i + 1)),
+            |_, n, task| on_threads((0..n).rev(), task),
+        )
+    }
+}
+
+/// Runs `name` with `params` (prepared for 2 threads) on each of `executors`; panics unless the
+/// kernel reports a wrong result on every one.
+fn assert_wrong_result(name: &str, params: &Params, executors: &[Rewired]) {
     let kernel = find_kernel(name).unwrap();
     let mut prepared = kernel.prepare(params, 2).unwrap();
-    match prepared.run(&FirstTaskTwiceLastNever::default()) {
-        Err(KernelError::WrongResult { kernel, .. }) => assert_eq!(kernel, name),
-        other => panic!("{name} {params:?}: expected a wrong result, got {other:?}"),
+    for exec in executors {
+        match prepared.run(exec) {
+            Err(KernelError::WrongResult { kernel, .. }) => assert_eq!(kernel, name),
+            other => panic!("{name} {params:?}: expected a wrong result, got {other:?}"),
+        }
     }
+}
+
+/// [`assert_wrong_result`] for each kernel of `names`, with its small parameters.
+fn assert_wrong_results(names: &[&str], exec: Rewired) {
+    let executors = [exec];
+    for name in names {
+        assert_wrong_result(name, &Params::small(find_kernel(name).unwrap()), &executors);
+    }
+}
+
+/// Runs `name` with `params` on [`first_task_twice_last_never`]; panics unless the kernel reports a
+/// wrong result.
+fn assert_off_by_one_tasks_are_a_wrong_result(name: &str, params: &Params) {
+    assert_wrong_result(name, params, &[first_task_twice_last_never()]);
 }
 
 #[test]
@@ -124,145 +219,16 @@ fn spawn_cost_notices_a_task_run_twice_and_one_never() {
     assert_off_by_one_tasks_are_a_wrong_result("spawn-cost", &params);
 }
 
-/// A broken executor: `for_each_task` runs every task twice, one run after the other. Loops and
-/// joins run correctly.
-struct EveryTaskTwice;
-
-impl Executor for EveryTaskTwice {
-    fn kind(&self) -> ExecutorKind {
-        ExecutorKind::Seq
-    }
-    fn threads(&self) -> usize {
-        2
-    }
-    fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
-        SeqExecutor::new().for_chunks(range, body);
-    }
-    fn join(
-        &self,
-        a: &mut (dyn FnMut() + Send),
-        b: &mut (dyn FnMut() + Send),
-    ) -> Result<(), ExecutorError> {
-        SeqExecutor::new().join(a, b)
-    }
-    fn for_each_task(
-        &self,
-        n: usize,
-        task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
-    ) -> Result<(), ExecutorError> {
-        (0..n).try_for_each(|i| task(i).and_then(|()| task(i)))
-    }
-}
-
 #[test]
 fn stressors_notice_a_task_run_twice() {
     // A second run of a task leaves its chains as right as the first, but does work the
     // operations-per-second metric does not count.
-    for name in ["fp-add", "int-div", "load-dep"] {
-        let (params, kernel) = small(name);
-        let mut prepared = kernel.prepare(&params, 2).unwrap();
-        match prepared.run(&EveryTaskTwice) {
-            Err(KernelError::WrongResult { kernel, .. }) => assert_eq!(kernel, name),
-            other => panic!("{name}: expected a wrong result, got {other:?}"),
-        }
-    }
-}
-
-/// A broken executor: every loop runs the first half of its range twice and the second half
-/// never (a chunk handed out twice, its neighbour lost: the loop still does as many iterations).
-struct FirstHalfTwice(SeqExecutor);
-
-impl Executor for FirstHalfTwice {
-    fn kind(&self) -> ExecutorKind {
-        ExecutorKind::Seq
-    }
-    fn threads(&self) -> usize {
-        2
-    }
-    fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
-        let half = range.len() / 2;
-        if half > 0 {
-            body(range.start..range.start + half);
-            body(range.start..range.start + half);
-        }
-        if range.len() % 2 == 1 {
-            body(range.end - 1..range.end);
-        }
-    }
-    fn join(
-        &self,
-        a: &mut (dyn FnMut() + Send),
-        b: &mut (dyn FnMut() + Send),
-    ) -> Result<(), ExecutorError> {
-        self.0.join(a, b)
-    }
-    fn for_each_task(
-        &self,
-        n: usize,
-        task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
-    ) -> Result<(), ExecutorError> {
-        self.0.for_each_task(n, task)
-    }
+    assert_wrong_results(&["fp-add", "int-div", "load-dep"], every_task_twice());
 }
 
 #[test]
 fn a_chunk_run_in_place_of_another_is_a_wrong_result() {
-    for name in [
-        "spmv-balanced",
-        "spmv-triangle",
-        "spmv-hyperbolic",
-        "reduce",
-        "scan",
-        "matmul",
-        "transpose",
-        "trapezoid",
-        "sched-time",
-    ] {
-        let (params, kernel) = small(name);
-        let mut prepared = kernel.prepare(&params, 2).unwrap();
-        match prepared.run(&FirstHalfTwice(SeqExecutor::new())) {
-            Err(KernelError::WrongResult { kernel, .. }) => assert_eq!(kernel, name),
-            other => panic!("{name}: expected a wrong result, got {other:?}"),
-        }
-    }
-}
-
-/// A correct executor with unusual habits: loops run one iteration per chunk, last iteration
-/// first; `join` runs its second closure first; `for_each_task` starts its tasks last first, each
-/// on a thread of its own, all at the same time.
-struct Backwards;
-
-impl Executor for Backwards {
-    fn kind(&self) -> ExecutorKind {
-        ExecutorKind::Spawn
-    }
-    fn threads(&self) -> usize {
-        2
-    }
-    fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
-        range.rev().for_each(|i| body(i..i + 1));
-    }
-    fn join(
-        &self,
-        a: &mut (dyn FnMut() + Send),
-        b: &mut (dyn FnMut() + Send),
-    ) -> Result<(), ExecutorError> {
-        b();
-        a();
-        Ok(())
-    }
-    fn for_each_task(
-        &self,
-        n: usize,
-        task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
-    ) -> Result<(), ExecutorError> {
-        std::thread::scope(|scope| {
-            let tasks: Vec<_> = (0..n).rev().map(|i| scope.spawn(move || task(i))).collect();
-            tasks
-                .into_iter()
-                .try_for_each(|task| task.join().expect("a task panicked"))
-        })
-    }
+    assert_wrong_results(&LOOP_KERNELS, first_half_twice());
 }
 
 #[test]
@@ -274,7 +240,7 @@ fn every_kernel_validates_whatever_order_and_chunks_a_correct_executor_picks() {
         let mut prepared = kernel.prepare(&params, 2).unwrap();
         for _ in 0..2 {
             prepared
-                .run(&Backwards)
+                .run(&backwards())
                 .unwrap_or_else(|e| panic!("{}: {e}", kernel.name()));
         }
     }
@@ -289,7 +255,7 @@ fn every_kernel_validates_whatever_order_and_chunks_a_correct_executor_picks() {
             .prepare(&params, 2)
             .unwrap();
         prepared
-            .run(&Backwards)
+            .run(&backwards())
             .unwrap_or_else(|e| panic!("trapezoid {method}: {e}"));
     }
 }
@@ -303,15 +269,7 @@ fn branch_and_bound_kernels_notice_a_task_lost_or_run_twice() {
         ("qap", Params::new().with("n", "6").with("cutoff", "2")),
         ("floorplan", Params::new().with("cutoff", "2")),
     ] {
-        let kernel = find_kernel(name).unwrap();
-        let mut prepared = kernel.prepare(&params, 2).unwrap();
-        let half = HalfLoops(SeqExecutor::new());
-        for exec in [&half as &dyn Executor, &EveryTaskTwice] {
-            match prepared.run(exec) {
-                Err(KernelError::WrongResult { kernel, .. }) => assert_eq!(kernel, name),
-                other => panic!("{name}: expected a wrong result, got {other:?}"),
-            }
-        }
+        assert_wrong_result(name, &params, &[half_loops(), every_task_twice()]);
     }
 }
 
@@ -322,43 +280,16 @@ fn small(name: &str) -> (Params, &'static dyn parbench_kernels::Kernel) {
 
 #[test]
 fn skipped_work_is_a_wrong_result() {
-    let kernels = [
-        "spmv-balanced",
-        "spmv-triangle",
-        "spmv-hyperbolic",
-        "reduce",
-        "scan",
-        "matmul",
-        "transpose",
-        "trapezoid",
-        "sched-time",
-        "spawn-cost",
-        "fp-add",
-        "load-dep",
-    ];
-    for name in kernels {
-        let (params, kernel) = small(name);
-        let mut prepared = kernel.prepare(&params, 2).unwrap();
-        match prepared.run(&HalfLoops(SeqExecutor::new())) {
-            Err(KernelError::WrongResult { kernel, .. }) => assert_eq!(kernel, name),
-            other => panic!("{name}: expected a wrong result, got {other:?}"),
-        }
-    }
+    let others = ["spawn-cost", "fp-add", "load-dep"];
+    assert_wrong_results(&[&LOOP_KERNELS[..], &others].concat(), half_loops());
 }
 
 #[test]
 fn loop_kernels_agree_with_sequential_runs_on_parallel_executors() {
     // Each kernel compares against its own sequential reference; running the same prepared input
     // on seq and on the parallel executors in turn also checks that runs do not disturb each other.
-    for name in [
-        "spmv-balanced",
-        "spmv-triangle",
-        "spmv-hyperbolic",
-        "reduce",
-        "scan",
-        "matmul",
-        "transpose",
-    ] {
+    // trapezoid has a test of its own below; sched-time's result is its timing.
+    for name in &LOOP_KERNELS[..7] {
         let (params, kernel) = small(name);
         let mut prepared = kernel.prepare(&params, 3).unwrap();
         for kind in [

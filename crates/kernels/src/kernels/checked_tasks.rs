@@ -113,6 +113,44 @@ mod tests {
     use super::*;
     use crate::executor::SeqExecutor;
 
+    /// An executor whose `for_each_task(n, …)` runs the task indices `order(n)`, one after the
+    /// other (a broken one unless they are `0..n` in some order).
+    struct TaskOrder(fn(usize) -> Vec<usize>);
+
+    impl Executor for TaskOrder {
+        fn kind(&self) -> ExecutorKind {
+            ExecutorKind::Seq
+        }
+        fn threads(&self) -> usize {
+            1
+        }
+        fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
+            SeqExecutor::new().for_chunks(range, body);
+        }
+        fn join(
+            &self,
+            a: &mut (dyn FnMut() + Send),
+            b: &mut (dyn FnMut() + Send),
+        ) -> Result<(), ExecutorError> {
+            SeqExecutor::new().join(a, b)
+        }
+        fn for_each_task(
+            &self,
+            n: usize,
+            task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
+        ) -> Result<(), ExecutorError> {
+            (self.0)(n).into_iter().try_for_each(task)
+        }
+    }
+
+    /// How many calls of 3 tasks `checked` finds wrong on an executor running `order`.
+    fn wrong_calls_of(order: fn(usize) -> Vec<usize>) -> u64 {
+        let exec = TaskOrder(order);
+        let checked = CheckedTasks::new(&exec);
+        checked.for_each_task(3, &|_| Ok(())).unwrap();
+        checked.wrong_calls()
+    }
+
     #[test]
     fn counts_calls_that_ran_a_task_twice_or_never() {
         let seq = SeqExecutor::new();
@@ -124,70 +162,11 @@ mod tests {
             .for_each_task(2, &|_| checked.for_each_task(3, &|_| Ok(())))
             .unwrap();
         assert_eq!(checked.wrong_calls(), 0);
-        struct SecondTwice(SeqExecutor);
-        impl Executor for SecondTwice {
-            fn kind(&self) -> ExecutorKind {
-                ExecutorKind::Seq
-            }
-            fn threads(&self) -> usize {
-                1
-            }
-            fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
-                self.0.for_chunks(range, body);
-            }
-            fn join(
-                &self,
-                a: &mut (dyn FnMut() + Send),
-                b: &mut (dyn FnMut() + Send),
-            ) -> Result<(), ExecutorError> {
-                self.0.join(a, b)
-            }
-            fn for_each_task(
-                &self,
-                n: usize,
-                task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
-            ) -> Result<(), ExecutorError> {
-                // Tasks 0, 1, 1: the last task never runs.
-                (0..n).try_for_each(|i| task(i.min(1)))
-            }
-        }
-        let broken = SecondTwice(SeqExecutor::new());
-        let checked = CheckedTasks::new(&broken);
-        checked.for_each_task(3, &|_| Ok(())).unwrap();
-        assert_eq!(checked.wrong_calls(), 1);
+        assert_eq!(wrong_calls_of(|n| (0..n).rev().collect()), 0, "any order");
+        assert_eq!(wrong_calls_of(|n| (0..n).map(|i| i.min(1)).collect()), 1);
+        assert_eq!(wrong_calls_of(|n| (1..n).collect()), 1, "task 0 never");
         // A task run again after every task ran once shows, task 0 too (its tag is not 0).
-        struct OneAgain(SeqExecutor, usize);
-        impl Executor for OneAgain {
-            fn kind(&self) -> ExecutorKind {
-                ExecutorKind::Seq
-            }
-            fn threads(&self) -> usize {
-                1
-            }
-            fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
-                self.0.for_chunks(range, body);
-            }
-            fn join(
-                &self,
-                a: &mut (dyn FnMut() + Send),
-                b: &mut (dyn FnMut() + Send),
-            ) -> Result<(), ExecutorError> {
-                self.0.join(a, b)
-            }
-            fn for_each_task(
-                &self,
-                n: usize,
-                task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
-            ) -> Result<(), ExecutorError> {
-                (0..n).try_for_each(task)?;
-                task(self.1)
-            }
-        }
-        for again in [0, 1] {
-            let broken = OneAgain(SeqExecutor::new(), again);
-            let checked = CheckedTasks::new(&broken);
-            checked.for_each_task(2, &|_| Ok(())).unwrap();
-            assert_eq!(checked.wrong_calls(), 1, "task {again} again");
-        }
+        assert_eq!(wrong_calls_of(|n| (0..n).chain([0]).collect()), 1);
+        assert_eq!(wrong_calls_of(|n| (0..n).chain([1]).collect()), 1);
     }
 }
