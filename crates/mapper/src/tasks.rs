@@ -156,6 +156,48 @@ pub fn threads_of(pid: Pid) -> Vec<Pid> {
     tids
 }
 
+/// Whether a `/proc` state letter is an exited task's: `Z` (zombie) or `X` (dead).
+fn has_exited(state: char) -> bool {
+    matches!(state, 'Z' | 'X')
+}
+
+/// The threads of `process` that have not exited, ascending; empty for a zombie.
+///
+/// `/proc/PID/stat` shows the state of the process's *main* thread, so a process whose main
+/// thread ended alone (`pthread_exit` in `main`) reads `Z` while its other threads still run:
+/// for such a process each thread's own state is read, and the running ones are kept.
+///
+/// ```
+/// use parbench_mapper::tasks::{read_process_stat, running_threads};
+/// let me = read_process_stat(std::process::id() as i32).unwrap();
+/// assert!(running_threads(&me).contains(&me.pid));
+/// ```
+pub fn running_threads(process: &ProcessStat) -> Vec<Pid> {
+    let tids = threads_of(process.pid);
+    if !has_exited(process.state) {
+        return tids;
+    }
+    tids.into_iter()
+        .filter(|tid| {
+            fs::read_to_string(format!("/proc/{}/task/{tid}/stat", process.pid))
+                .ok()
+                .and_then(|text| parse_stat(&text))
+                .is_some_and(|thread| !has_exited(thread.state))
+        })
+        .collect()
+}
+
+/// Whether `process` still runs: it is no zombie, or only its main thread has exited (see
+/// [`running_threads`]).
+///
+/// ```
+/// use parbench_mapper::tasks::{is_running, read_process_stat};
+/// assert!(is_running(&read_process_stat(std::process::id() as i32).unwrap()));
+/// ```
+pub fn is_running(process: &ProcessStat) -> bool {
+    !has_exited(process.state) || !running_threads(process).is_empty()
+}
+
 /// `pid` and all its descendants among `processes`, parents before children (zombies kept:
 /// the caller decides what an exited process means).
 ///

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{ChildOutput, CommandStatus};
-use crate::tasks::{Pid, all_processes};
+use crate::tasks::{Pid, all_processes, is_running};
 
 /// One started command.
 #[derive(Debug)]
@@ -192,11 +192,7 @@ impl Launched {
             let processes = all_processes();
             let alive = groups
                 .iter()
-                .filter(|&&pgid| {
-                    processes
-                        .iter()
-                        .any(|p| p.pgrp == pgid && p.state != 'Z' && p.state != 'X')
-                })
+                .filter(|&&pgid| processes.iter().any(|p| p.pgrp == pgid && is_running(p)))
                 .filter(|&&pgid| signal_group(pgid, libc::SIGKILL))
                 .count();
             if alive == 0 || Instant::now() >= deadline {

@@ -39,7 +39,7 @@ pub use roster::{PinnedThread, Roster};
 
 use crate::mapping::{Algorithm, MapError};
 use crate::mix::InstructionMix;
-use crate::tasks::{Pid, ProcessStat, all_processes, descendants, threads_of};
+use crate::tasks::{Pid, ProcessStat, all_processes, descendants, running_threads};
 use crate::topology::Topology;
 
 /// Errors that prevent a watch from starting.
@@ -332,8 +332,9 @@ impl fmt::Display for CorunReport {
     }
 }
 
-/// The processes of command `pgid`: its group's members and their descendants, zombies left out.
-fn members(pgid: Pid, processes: &[ProcessStat]) -> Vec<Pid> {
+/// The running processes of command `pgid` — its group's members and their descendants,
+/// zombies left out — each with its running threads.
+fn members(pgid: Pid, processes: &[ProcessStat]) -> Vec<(Pid, Vec<Pid>)> {
     let mut found: Vec<Pid> = processes
         .iter()
         .filter(|p| p.pgrp == pgid)
@@ -341,12 +342,14 @@ fn members(pgid: Pid, processes: &[ProcessStat]) -> Vec<Pid> {
         .collect();
     found.sort_unstable();
     found.dedup();
-    found.retain(|pid| {
-        processes
-            .iter()
-            .any(|p| p.pid == *pid && p.state != 'Z' && p.state != 'X')
-    });
     found
+        .into_iter()
+        .filter_map(|pid| {
+            let process = processes.iter().find(|p| p.pid == pid)?;
+            let threads = running_threads(process);
+            (!threads.is_empty()).then_some((pid, threads))
+        })
+        .collect()
 }
 
 /// Runs `commands` together, mapping all their threads with `options.algorithm` until every
@@ -449,11 +452,11 @@ pub fn corun(
             if running.finished.is_some() {
                 continue;
             }
-            for pid in members(running.pid, &processes) {
+            for (pid, threads) in members(running.pid, &processes) {
                 if !processes_seen[index].contains(&pid) {
                     processes_seen[index].push(pid);
                 }
-                alive.extend(threads_of(pid).into_iter().map(|tid| (index, pid, tid)));
+                alive.extend(threads.into_iter().map(|tid| (index, pid, tid)));
             }
         }
         interval = if roster.update(&alive, start.elapsed())? {
@@ -546,13 +549,18 @@ pub fn map_running(
     if algorithm != Algorithm::Os && !topology.is_this_system() {
         return Err(not_this_system(topology));
     }
-    let live = |processes: &[ProcessStat], pid: Pid| {
+    let running = |processes: &[ProcessStat], pid: Pid| {
         processes
             .iter()
-            .any(|p| p.pid == pid && p.state != 'Z' && p.state != 'X')
+            .find(|p| p.pid == pid)
+            .map(running_threads)
+            .unwrap_or_default()
     };
     let processes = all_processes();
-    if let Some(&(pid, _)) = targets.iter().find(|(pid, _)| !live(&processes, *pid)) {
+    if let Some(&(pid, _)) = targets
+        .iter()
+        .find(|(pid, _)| running(&processes, *pid).is_empty())
+    {
         return Err(CorunError::NoSuchProcess { pid });
     }
     let mixes = targets
@@ -568,13 +576,11 @@ pub fn map_running(
         let mut alive = Vec::new();
         for (index, &(pid, _)) in targets.iter().enumerate() {
             for member in descendants(pid, &processes) {
-                if live(&processes, member) {
-                    alive.extend(
-                        threads_of(member)
-                            .into_iter()
-                            .map(|tid| (index, member, tid)),
-                    );
-                }
+                alive.extend(
+                    running(&processes, member)
+                        .into_iter()
+                        .map(|tid| (index, member, tid)),
+                );
             }
         }
         let changed = roster.update(&alive, start.elapsed())?;
