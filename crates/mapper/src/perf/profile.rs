@@ -253,7 +253,10 @@ where
 }
 
 impl Profile {
-    /// Totals per quantity of one thread (`None` for a thread index past the end).
+    /// Totals per quantity of thread `thread`: the entry of [`threads`](Self::threads) labelled
+    /// with it ([`ThreadProfile::thread`]), which is not always the one at that position — a
+    /// profile gathered from several threads lacks those whose counters failed (and a profile
+    /// written by hand may number its threads as it likes). `None` when no entry has that label.
     ///
     /// ```
     /// use parbench_mapper::perf::{profile_threads, ProfileRequest};
@@ -262,7 +265,7 @@ impl Profile {
     /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
     /// ```
     pub fn thread_totals(&self, thread: usize) -> Option<QuantityTotals> {
-        let profile = self.threads.get(thread)?;
+        let profile = self.threads.iter().find(|t| t.thread == thread)?;
         Some(self.totals(profile.events.iter()))
     }
 
@@ -317,7 +320,8 @@ impl Profile {
             .map(|totals| Metrics::from_totals(&totals))
     }
 
-    /// The instruction mix of every thread, from the class counters.
+    /// The instruction mix of every thread, in [`threads`](Self::threads) order, from the class
+    /// counters.
     ///
     /// # Errors
     /// [`ProfileError::NoInstructionMix`] when a class count is unavailable (always the case
@@ -332,9 +336,10 @@ impl Profile {
     /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
     /// ```
     pub fn thread_mixes(&self) -> Result<Vec<InstructionMix>, ProfileError> {
-        (0..self.threads.len())
+        self.threads
+            .iter()
             .map(|thread| {
-                let totals = self.thread_totals(thread).unwrap_or_default();
+                let totals = self.totals(thread.events.iter());
                 let counts: Vec<(InstrClass, Option<f64>)> = InstrClass::ALL
                     .iter()
                     .map(|&class| {
@@ -710,6 +715,36 @@ mod tests {
             hand_made_intel_profile().thread_metrics(0).unwrap().ipc,
             Some(0.5)
         );
+    }
+
+    #[test]
+    fn threads_are_found_by_their_label_not_their_position() {
+        // Thread 0's counters failed, so the profile holds threads 1 and 2 only (as the latency
+        // command's per-worker profiles do): each must get its own counts.
+        let mut profile = hand_made_intel_profile();
+        let mut second = profile.threads[0].clone();
+        second.thread = 2;
+        second.events[0] = record("instructions", Quantity::Instructions, Some(4000));
+        profile.threads[0].thread = 1;
+        profile.threads.push(second);
+        let instructions = |thread| profile.thread_totals(thread).unwrap()[&Quantity::Instructions];
+        assert_eq!(instructions(1), Some(1000.0));
+        assert_eq!(instructions(2), Some(4000.0));
+        assert!(profile.thread_totals(0).is_none());
+        assert_eq!(profile.thread_metrics(2).unwrap().ipc, Some(2.0));
+        let text = profile.to_string();
+        assert!(
+            text.contains("thread 1: cycles 2000, instructions 1000"),
+            "{text}"
+        );
+        assert!(
+            text.contains("thread 2: cycles 2000, instructions 4000"),
+            "{text}"
+        );
+        // Mixes stay in the order of the threads.
+        let mixes = profile.thread_mixes().unwrap();
+        assert_eq!(mixes[0].count(InstrClass::Int), 150.0);
+        assert_eq!(mixes[1].count(InstrClass::Int), 3150.0);
     }
 
     #[test]
