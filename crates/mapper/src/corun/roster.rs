@@ -53,8 +53,11 @@ pub struct Roster<'t> {
     topology: &'t Topology,
     algorithm: Algorithm,
     mixes: Vec<InstructionMix>,
-    /// Every thread ever seen, by TID, with the order it was first seen in.
+    /// Every thread seen, by TID, with the order it was first seen in; the latest one when the
+    /// kernel gave a TID to a new thread after the old one exited.
     seen: BTreeMap<Pid, (u64, PinnedThread)>,
+    /// Exited threads whose TID a later thread got, kept for the report.
+    reused: Vec<PinnedThread>,
     next_sequence: u64,
     remaps: usize,
     failures: Vec<String>,
@@ -80,6 +83,7 @@ impl<'t> Roster<'t> {
             algorithm,
             mixes,
             seen: BTreeMap::new(),
+            reused: Vec::new(),
             next_sequence: 0,
             remaps: 0,
             failures: Vec::new(),
@@ -122,7 +126,7 @@ impl<'t> Roster<'t> {
             };
             if fresh {
                 changed = true;
-                self.seen.insert(
+                let earlier = self.seen.insert(
                     tid,
                     (
                         self.next_sequence,
@@ -138,6 +142,14 @@ impl<'t> Roster<'t> {
                         },
                     ),
                 );
+                if let Some((_, mut earlier)) = earlier {
+                    if earlier.alive {
+                        // It was alive at the last scan and exited in between.
+                        earlier.alive = false;
+                        earlier.gone_s = Some(self.now_s);
+                    }
+                    self.reused.push(earlier);
+                }
                 self.next_sequence += 1;
             }
         }
@@ -236,9 +248,17 @@ impl<'t> Roster<'t> {
         self.remaps
     }
 
-    /// Every thread seen, in TID order.
+    /// Every thread seen, in TID order (threads that had the same TID in the order they ran).
     pub fn threads(&self) -> Vec<PinnedThread> {
-        self.seen.values().map(|(_, t)| t.clone()).collect()
+        let mut threads: Vec<PinnedThread> = self
+            .reused
+            .iter()
+            .chain(self.seen.values().map(|(_, t)| t))
+            .cloned()
+            .collect();
+        // Stable: a reused TID's earlier threads come first, as they were pushed.
+        threads.sort_by_key(|t| t.tid);
+        threads
     }
 
     /// Pins that failed for a reason other than the thread having exited.
@@ -285,6 +305,35 @@ mod tests {
             .map(|t| t.tid)
             .collect();
         assert_eq!(gone, vec![60, 61]);
+    }
+
+    #[test]
+    fn a_reused_tid_keeps_the_exited_threads_record() {
+        // Thread 11 of program 0 exits; the kernel later gives TID 11 to a thread of program 1.
+        let t = Topology::synthetic("core:2 pu:2").unwrap();
+        let mut roster = Roster::new(
+            &t,
+            Algorithm::RoundRobin,
+            vec![InstructionMix::default(); 2],
+        );
+        let at = Duration::from_millis;
+        roster.update(&[(0, 10, 10), (0, 10, 11)], at(0)).unwrap();
+        roster.update(&[(0, 10, 10)], at(5)).unwrap();
+        roster.update(&[(0, 10, 10), (1, 20, 11)], at(9)).unwrap();
+        let threads = roster.threads();
+        let summary: Vec<(usize, Pid, bool, Option<f64>)> = threads
+            .iter()
+            .map(|t| (t.command, t.tid, t.alive, t.gone_s))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                (0, 10, true, None),
+                (0, 11, false, Some(0.005)),
+                (1, 11, true, None)
+            ]
+        );
+        assert_eq!(roster.plan(), vec![(10, Some(0)), (11, Some(1))]);
     }
 
     #[test]
