@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{ChildOutput, CommandStatus};
-use crate::tasks::{Pid, all_processes, is_running};
+use crate::tasks::{Pid, ProcessStat, all_processes, is_running, read_process_stat};
 
 /// One started command.
 #[derive(Debug)]
@@ -94,6 +94,16 @@ fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
 pub(super) fn signal_group(pgid: Pid, signal: i32) -> bool {
     // SAFETY: kill takes plain integers; a negative pid addresses the process group.
     unsafe { libc::kill(-pgid, signal) == 0 }
+}
+
+/// Sends `signal` to `process` if it still looks like that process (same group and name as when
+/// it was listed — not the same parent: it may have been re-parented since — so a reused pid is
+/// most likely left alone); false when it is gone.
+pub(super) fn signal_process(process: &ProcessStat, signal: i32) -> bool {
+    let same = read_process_stat(process.pid)
+        .is_some_and(|now| now.pgrp == process.pgrp && now.comm == process.comm);
+    // SAFETY: kill takes plain integers; a positive pid addresses one process.
+    same && unsafe { libc::kill(process.pid, signal) == 0 }
 }
 
 impl Launched {

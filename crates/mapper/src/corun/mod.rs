@@ -15,13 +15,14 @@
 //!    whenever a thread appears or disappears, and pins with `sched_setaffinity` the threads whose
 //!    CPU changed.
 //! 4. When a command's leader exits, its exit status and wall time are recorded and anything it
-//!    left running in its group is killed; when all have exited, the [`CorunReport`] has each
-//!    command's status and wall time and the *system time* (first start to last exit).
+//!    left running — in its group, or descendants that left the group — is killed; when all have
+//!    exited, the [`CorunReport`] has each command's status and wall time and the *system time*
+//!    (first start to last exit).
 //!
 //! A command that cannot start is reported with the reason and the others run (and are mapped)
 //! as usual. On a stop request (the `stop` flag, e.g. from [`stop_on_termination_signals`]) or
-//! the timeout, every group gets `SIGTERM`, then `SIGKILL` after a grace period; the report says
-//! which commands were stopped and why. No command outlives the call, even on an error.
+//! the timeout, every group and each descendant that left it gets `SIGTERM`, then `SIGKILL` after
+//! a grace period; the report says which commands were stopped and why. No command outlives the call, even on an error.
 //!
 //! [`map_running`] applies one mapping to processes that are already running (`map --pid`).
 
@@ -352,6 +353,16 @@ fn members(pgid: Pid, processes: &[ProcessStat]) -> Vec<(Pid, Vec<Pid>)> {
         .collect()
 }
 
+/// The running processes of command `pgid` (as [`members`]) that have left its process group
+/// (`setsid`, `setpgid`): a signal to the group does not reach them.
+fn outside_group(pgid: Pid, processes: &[ProcessStat]) -> Vec<ProcessStat> {
+    members(pgid, processes)
+        .into_iter()
+        .filter_map(|(pid, _)| processes.iter().find(|p| p.pid == pid && p.pgrp != pgid))
+        .cloned()
+        .collect()
+}
+
 /// Runs `commands` together, mapping all their threads with `options.algorithm` until every
 /// command has exited (see the module documentation). Setting `stop` stops them all.
 ///
@@ -418,10 +429,19 @@ pub fn corun(
         let processes = all_processes();
         for index in finished_now {
             if let Some(running) = &launched.running[index] {
-                // Anything the leader left behind in its group dies with it.
+                // Anything the leader left behind dies with it: its group at once, and the
+                // processes that left the group (which a signal to the group misses) one by one.
                 let rest = members(running.pid, &processes);
-                if !rest.is_empty() && launch::signal_group(running.pid, libc::SIGKILL) {
-                    leftovers[index] = rest.len();
+                if !rest.is_empty() {
+                    let group_killed = launch::signal_group(running.pid, libc::SIGKILL);
+                    let outside = outside_group(running.pid, &processes);
+                    leftovers[index] = rest
+                        .iter()
+                        .filter(|(pid, _)| match outside.iter().find(|p| p.pid == *pid) {
+                            Some(process) => launch::signal_process(process, libc::SIGKILL),
+                            None => group_killed,
+                        })
+                        .count();
                 }
             }
         }
@@ -434,7 +454,21 @@ pub fn corun(
                 stopped = Some(StopReason::Timeout);
             }
             if let Some(reason) = stopped {
-                for index in launched.stop_all(options.grace) {
+                let outside: Vec<ProcessStat> = launched
+                    .running
+                    .iter()
+                    .flatten()
+                    .filter(|running| running.finished.is_none())
+                    .flat_map(|running| outside_group(running.pid, &processes))
+                    .collect();
+                for process in &outside {
+                    launch::signal_process(process, libc::SIGTERM);
+                }
+                let stopped_now = launched.stop_all(options.grace);
+                for process in &outside {
+                    launch::signal_process(process, libc::SIGKILL);
+                }
+                for index in stopped_now {
                     if let Some(Some(running)) = launched.running.get(index) {
                         if let Some((_, status)) = running.finished {
                             statuses[index] = Some(launch::status_of(status, Some(reason)));
@@ -679,6 +713,66 @@ mod tests {
         while !group_members(outcome.pid.unwrap()).is_empty() {
             assert!(Instant::now() < deadline, "the leftover sleep survived");
             std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn has_setsid() -> bool {
+        std::process::Command::new("setsid")
+            .arg("true")
+            .status()
+            .is_ok_and(|status| status.success())
+    }
+
+    /// Waits up to 2 s until none of `pids` is running; the ones still running then.
+    fn still_running_after_a_while(pids: &[Pid]) -> Vec<Pid> {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let running: Vec<Pid> = pids
+                .iter()
+                .copied()
+                .filter(|&pid| crate::tasks::read_process_stat(pid).is_some_and(|p| p.state != 'Z'))
+                .collect();
+            if running.is_empty() || Instant::now() >= deadline {
+                return running;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn what_a_command_leaves_outside_its_group_is_killed_too() {
+        if !has_setsid() {
+            eprintln!("SKIPPED: no setsid program to start a process outside the group");
+            return;
+        }
+        let topology = Topology::this_system().unwrap();
+        let stop = AtomicBool::new(false);
+        // A shell in the group starts a sleep in a session (and group) of its own, and the
+        // leader exits; then a command stopped by the timeout leaves one the same way.
+        let exits = sh("sh -c 'setsid sleep 30 & wait' & sleep 0.2; exit 0");
+        let report = corun(&topology, &[exits], &quiet(Algorithm::Os), &stop).unwrap();
+        assert_eq!(report.commands[0].leftovers_killed, 2, "{report}");
+        let timed_out = CorunOptions {
+            timeout: Some(Duration::from_millis(200)),
+            ..quiet(Algorithm::Os)
+        };
+        let stopped = corun(
+            &topology,
+            &[sh("setsid sleep 30 & wait")],
+            &timed_out,
+            &stop,
+        )
+        .unwrap();
+        assert_eq!(stopped.stopped, Some(StopReason::Timeout));
+        for report in [report, stopped] {
+            // Single-threaded processes: every TID seen is a process id.
+            let seen: Vec<Pid> = report.threads.iter().map(|t| t.tid).collect();
+            assert!(seen.len() >= 2, "{report}");
+            assert_eq!(
+                still_running_after_a_while(&seen),
+                Vec::<Pid>::new(),
+                "{report}"
+            );
         }
     }
 
