@@ -289,10 +289,11 @@ pub struct RoundSpread {
     pub max: f64,
     /// `(max − min) / min`: how far the rounds differ, as a fraction.
     pub spread: f64,
-    /// Lower end of the 95 % Student-t interval of the round medians' centre (R − 1 degrees of
-    /// freedom), computed on the log scale and exponentiated (times are positive and vary by
-    /// factors, so the interval is geometric and never negative); `None` with fewer than two
-    /// rounds.
+    /// Lower end of the 95 % Student-t interval of the round medians' geometric mean (R − 1
+    /// degrees of freedom), computed on the log scale and exponentiated (times are positive and
+    /// vary by factors, so the interval is geometric and never negative); `None` with fewer than
+    /// two rounds. With two rounds (t = 12.7) it is too wide to say anything, and the table's
+    /// footnote leaves it out.
     pub ci95_low: Option<f64>,
     /// Upper end of that interval.
     pub ci95_high: Option<f64>,

@@ -184,7 +184,15 @@ fn cell_row(label_names: &[String], cell: &Cell) -> Vec<String> {
     row
 }
 
-/// "! unstable: reduce / rayon / 2: rounds differ by 23 % (medians …; 95 % CI …)".
+/// The fewest rounds whose Student-t interval of the round medians an unstable cell's footnote
+/// quotes. With two rounds it has one degree of freedom (t = 12.7): its half-width is 6.35 times
+/// the log-difference of the two medians: rounds 5 % apart (the least that makes a cell unstable)
+/// give an interval spanning a factor 1.9, rounds a factor 2 apart one from 1/82 to 82 times
+/// their geometric mean. That says nothing the two medians do not; JSON and CSV still carry it.
+const INTERVAL_MIN_ROUNDS: usize = 3;
+
+/// "! unstable: reduce / rayon / 2: rounds differ by 23 % (round medians …; 95 % CI of their
+/// geometric mean …)".
 fn unstable_note(label_names: &[String], cell: &Cell, spread: &RoundSpread) -> String {
     let name: Vec<&str> = label_names
         .iter()
@@ -192,8 +200,8 @@ fn unstable_note(label_names: &[String], cell: &Cell, spread: &RoundSpread) -> S
         .collect();
     let medians: Vec<String> = spread.medians.iter().map(|&m| format_seconds(m)).collect();
     let interval = match (spread.ci95_low, spread.ci95_high) {
-        (Some(low), Some(high)) => format!(
-            "; 95 % CI of their centre {}–{}",
+        (Some(low), Some(high)) if spread.medians.len() >= INTERVAL_MIN_ROUNDS => format!(
+            "; 95 % CI of their geometric mean {}–{}",
             format_seconds(low),
             format_seconds(high)
         ),
@@ -344,6 +352,29 @@ mod tests {
             grid.footnotes
                 .iter()
                 .any(|n| n.starts_with("rounds = min–max of the 2"))
+        );
+    }
+
+    #[test]
+    fn unstable_notes_quote_the_interval_of_round_medians_from_three_rounds_on() {
+        let round =
+            |m: f64| -> Vec<f64> { (0..10).map(|i| m * (1.0 + 1e-3 * f64::from(i))).collect() };
+        let note = |rounds: &[&[f64]]| {
+            let mut report = sample_report();
+            report.cells[0].rounds = RoundSpread::from_rounds(rounds);
+            let grid = TextGrid::from_report(&report);
+            let found = grid.footnotes.iter().find(|n| n.contains("unstable"));
+            found.expect("an unstable note").clone()
+        };
+        // Two rounds a factor 2 apart: t(0.975, 1) = 12.7 stretches the interval to 1/82–82
+        // times their geometric mean (17.4 ns–116 µs); the note leaves it out.
+        let (fast, slow, mid) = (round(1e-6), round(2e-6), round(1.5e-6));
+        let two = note(&[&fast, &slow]);
+        assert!(two.ends_with("(round medians 1.00 µs, 2.01 µs)"), "{two}");
+        let three = note(&[&fast, &slow, &mid]);
+        assert!(
+            three.contains("; 95 % CI of their geometric mean 610 ns–3.44 µs)"),
+            "{three}"
         );
     }
 }
