@@ -232,12 +232,14 @@ fn metrics_text(cell: &Cell) -> String {
 /// assert_eq!(format_seconds(4.5e-6), "4.50 µs");
 /// ```
 pub fn format_seconds(seconds: f64) -> String {
+    // Decided on the value as three significant digits show it: 999.7 ms is "1.00 s", not
+    // "1000 ms".
     let magnitude = seconds.abs();
-    let (scale, unit) = if magnitude >= 1.0 {
+    let (scale, unit) = if magnitude >= 0.9995 {
         (1.0, "s")
-    } else if magnitude >= 1e-3 {
+    } else if magnitude >= 0.9995e-3 {
         (1e3, "ms")
-    } else if magnitude >= 1e-6 {
+    } else if magnitude >= 0.9995e-6 {
         (1e6, "µs")
     } else {
         (1e9, "ns")
@@ -283,6 +285,12 @@ mod tests {
         assert_eq!(format_seconds(2.5e-5), "25.0 µs");
         assert_eq!(format_seconds(2.5e-8), "25.0 ns");
         assert_eq!(format_seconds(0.0), "0.00 ns");
+        // Values that round up to the next unit are written in it.
+        assert_eq!(format_seconds(0.9997), "1.00 s");
+        assert_eq!(format_seconds(0.9994), "999 ms");
+        assert_eq!(format_seconds(999.7e-6), "1.00 ms");
+        assert_eq!(format_seconds(999.7e-9), "1.00 µs");
+        assert_eq!(format_seconds(999.4e-9), "999 ns");
     }
 
     #[test]
