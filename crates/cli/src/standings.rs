@@ -644,11 +644,14 @@ fn render(
         .filter(|row| row.versus_fastest.median < 1.0)
         .map(|row| format!("{} ({:.3})", row.kernel, row.versus_fastest.median))
         .collect();
+    // The margin as exactly as it was given (to 0.01 %): with two decimals `--within 2.5%`
+    // would read "≤ 1.02" beside a kernel at 1.024 counted within.
     let _ = writeln!(
         out,
-        "\nwithin {}% of the fastest other (median of {s} / fastest other ≤ {margin:.2}): {} of {} \
+        "\nwithin {}% of the fastest other (median of {s} / fastest other ≤ {}): {} of {} \
          kernels{}",
-        (args.within * 1000.0).round() / 10.0,
+        (args.within * 10_000.0).round() / 100.0,
+        (margin * 10_000.0).round() / 10_000.0,
         table.len() - behind.len(),
         table.len(),
         if behind.is_empty() {
@@ -905,6 +908,23 @@ mod tests {
             text.contains("fastest (median below 1.00): a-kernel (0.800)"),
             "{text}"
         );
+        // A margin of 2.5 % is written as given: 1.024 is within it, 1.026 not.
+        let close = |tree: f64| report("k", &[("tree", "2", tree), ("guided", "2", 1.0)]);
+        let pair = [close(1.024), close(1.026)];
+        let narrow = StandingsArgs {
+            within: 0.025,
+            ..args(StandingsFormat::Text)
+        };
+        for (process, counted) in pair.iter().zip(["1 of 1", "0 of 1"]) {
+            let reports = std::slice::from_ref(process);
+            let table = standings(reports, "tree", &names(&["guided"]), 2);
+            let text = render(&table, "tree", &names(&["guided"]), 2, reports, &narrow);
+            let line = format!(
+                "within 2.5% of the fastest other (median of tree / fastest other ≤ 1.025): \
+                 {counted} kernels"
+            );
+            assert!(text.contains(&line), "{text}");
+        }
         // a-kernel: guided's own is 1.0 / 0.8 = 1.25; b-kernel: 1.0 / 1.2 = 0.833, below tree's.
         assert!(
             text.contains(
