@@ -14,7 +14,8 @@
 //!
 //! Merging ([`merge_rounds`]): a cell's samples and metrics are concatenated over rounds (its
 //! summary is over all samples), its [`RoundSpread`] shows how the per-round medians agree, and
-//! speed-ups are paired by round ([`crate::stats::Relative::paired`]).
+//! speed-ups are paired by round ([`crate::stats::Relative::paired`]) over the rounds both cells
+//! have (the last round, when it stopped early, may have only some).
 //!
 //! Progress: the child reports on stderr with lines starting with [`PROGRESS_PREFIX`]; the parent
 //! drives its one progress bar from them and passes any other line through once the child's next
@@ -237,7 +238,10 @@ fn merge_cell(labels: &[(&str, &str)], found: &[(usize, &Cell)]) -> Cell {
         return cell;
     }
     let per_round: Vec<&[f64]> = found.iter().map(|(_, c)| c.samples_s.as_slice()).collect();
-    cell.rounds = RoundSpread::from_rounds(&per_round);
+    cell.rounds = RoundSpread::from_rounds(&per_round).map(|spread| RoundSpread {
+        rounds: found.iter().map(|(round, _)| round + 1).collect(),
+        ..spread
+    });
     cell.summary = Summary::from_samples(&cell.samples_s);
     cell
 }
@@ -530,6 +534,24 @@ mod tests {
         let relative = rayon.relative.unwrap();
         assert!(relative.speedup_min.unwrap() > 1.9 && relative.speedup_max.unwrap() < 2.0);
         assert_eq!(seq.relative.unwrap().speedup, 1.0);
+    }
+
+    #[test]
+    fn speedups_are_paired_over_the_rounds_both_cells_were_measured_in() {
+        // Round 2 stopped after rayon's cell: seq has no round 2 to pair it with.
+        let first = round(&ten(1.0), &ten(2.0), true);
+        let mut second = round(&ten(4.0), &[], true);
+        second.cells.truncate(1);
+        let cells = merge_rounds(&plan(), &[first, second]);
+        let (rayon, seq) = (&cells[0], &cells[1]);
+        assert_eq!(rayon.rounds.as_ref().unwrap().rounds, [1, 2]);
+        assert_eq!(seq.rounds.as_ref().unwrap().rounds, [1]);
+        // Round 1 alone: 2.045 / 1.045, not seq's round 1 over rayon's rounds 1 and 2 pooled.
+        let relative = rayon.relative.unwrap();
+        let paired = 2.045 / 1.045;
+        assert!((relative.speedup - paired).abs() < 1e-9, "{relative:?}");
+        assert_eq!(relative.speedup_min, Some(relative.speedup));
+        assert_eq!(relative.speedup_max, Some(relative.speedup));
     }
 
     #[test]

@@ -279,6 +279,11 @@ pub const UNSTABLE_MIN_SPREAD: f64 = 0.05;
 pub struct RoundSpread {
     /// Median of each round's samples, in round order.
     pub medians: Vec<f64>,
+    /// The round (1-based) each median is from: a cell can miss a round the sweep measured
+    /// (one that stopped before reaching it), and speed-ups pair medians of the same round.
+    /// Empty in reports written before it was recorded.
+    #[serde(default)]
+    pub rounds: Vec<usize>,
     /// Each round's own distribution-free 95 % interval of its median ([`median_ci95_sorted`]),
     /// in round order; `None` for a round of fewer than 6 runs. These decide `unstable`.
     #[serde(default)]
@@ -303,8 +308,8 @@ pub struct RoundSpread {
 }
 
 impl RoundSpread {
-    /// The spread of `rounds`, each one round's samples; `None` without any round or with a round
-    /// that has no (finite) samples.
+    /// The spread of `rounds`, each one round's samples, numbered 1, 2, …; `None` without any
+    /// round or with a round that has no (finite) samples.
     pub fn from_rounds(rounds: &[&[f64]]) -> Option<RoundSpread> {
         let summaries: Vec<Summary> = rounds
             .iter()
@@ -346,6 +351,7 @@ impl RoundSpread {
                 .iter()
                 .map(|s| s.median_ci95_low.zip(s.median_ci95_high))
                 .collect(),
+            rounds: (1..=medians.len()).collect(),
             medians,
         })
     }

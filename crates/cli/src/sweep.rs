@@ -598,16 +598,17 @@ fn record_metric(series: &mut Vec<MetricSeries>, metric: parbench_kernels::Metri
 /// assert_eq!((tree.speedup, tree.efficiency), (2.0, 1.0));
 /// ```
 pub fn assign_relatives(cells: &mut [Cell]) {
-    let baseline = |cells: &[Cell], kernel: &str, threads: &str| -> Option<(f64, Vec<f64>)> {
-        cells
-            .iter()
-            .find(|c| {
-                c.label("kernel") == Some(kernel)
-                    && c.label("scheduler") == Some(BASELINE_SCHEDULER.name())
-                    && c.label("threads") == Some(threads)
-            })
-            .and_then(|c| Some((c.summary.as_ref()?.median, round_medians(c))))
-    };
+    let baseline =
+        |cells: &[Cell], kernel: &str, threads: &str| -> Option<(f64, Vec<(usize, f64)>)> {
+            cells
+                .iter()
+                .find(|c| {
+                    c.label("kernel") == Some(kernel)
+                        && c.label("scheduler") == Some(BASELINE_SCHEDULER.name())
+                        && c.label("threads") == Some(threads)
+                })
+                .and_then(|c| Some((c.summary.as_ref()?.median, round_medians(c))))
+        };
     for index in 0..cells.len() {
         let cell = &cells[index];
         let (Some(kernel), Some(threads_text), Some(summary)) = (
@@ -627,20 +628,40 @@ pub fn assign_relatives(cells: &mut [Cell]) {
         } else {
             threads
         };
-        // Paired by round when both were measured in the same rounds, else medians over all.
+        // Paired over the rounds both were measured in, else medians over all.
         let relative = baseline.map(|(median, rounds)| {
-            Relative::paired(&rounds, &round_medians(cell), workers)
+            let (baseline_rounds, own_rounds) = same_rounds(&rounds, &round_medians(cell));
+            Relative::paired(&baseline_rounds, &own_rounds, workers)
                 .unwrap_or_else(|| Relative::against(median, summary.median, workers))
         });
         cells[index].relative = relative;
     }
 }
 
-/// The cell's per-round medians (empty without rounds).
-fn round_medians(cell: &Cell) -> Vec<f64> {
-    cell.rounds
-        .as_ref()
-        .map_or_else(Vec::new, |r| r.medians.clone())
+/// The cell's per-round medians with their round numbers (empty without rounds).
+fn round_medians(cell: &Cell) -> Vec<(usize, f64)> {
+    let Some(spread) = &cell.rounds else {
+        return Vec::new();
+    };
+    if spread.rounds.len() == spread.medians.len() {
+        spread
+            .rounds
+            .iter()
+            .copied()
+            .zip(spread.medians.clone())
+            .collect()
+    } else {
+        // A report from before rounds were numbered: by position (only a sweep's last round can
+        // be missing from a cell).
+        spread.medians.iter().copied().enumerate().collect()
+    }
+}
+
+/// The medians of `a` and of `b` of the rounds both have, in round order.
+fn same_rounds(a: &[(usize, f64)], b: &[(usize, f64)]) -> (Vec<f64>, Vec<f64>) {
+    a.iter()
+        .filter_map(|&(round, x)| Some((x, b.iter().find(|&&(r, _)| r == round)?.1)))
+        .unzip()
 }
 
 #[cfg(test)]
