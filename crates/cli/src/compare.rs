@@ -286,10 +286,8 @@ pub fn render(reports: &[Report], names: &[String], threshold: f64) -> String {
                 continue;
             };
             row.push(median_text(other));
-            match usable(cell)
-                .zip(usable(other))
-                .and_then(|(a, b)| compare_samples(a, b, threshold))
-            {
+            let samples = usable(cell).zip(usable(other));
+            match samples.and_then(|(a, b)| compare_samples(a, b, threshold)) {
                 Some(c) => {
                     counts[c.verdict as usize] += 1;
                     row.extend([
@@ -297,6 +295,10 @@ pub fn render(reports: &[Report], names: &[String], threshold: f64) -> String {
                         format!("{}–{}", format_ratio(c.low), format_ratio(c.high)),
                         c.verdict.text().to_owned(),
                     ]);
+                }
+                // Both measured: the baseline's median is 0 s (no time to divide by).
+                None if samples.is_some() => {
+                    row.extend(["-", "-", "no ratio (A's median is 0)"].map(str::to_owned));
                 }
                 None => row.extend(["-", "-", "not measured (error)"].map(str::to_owned)),
             }
@@ -442,5 +444,17 @@ mod tests {
         assert!(text.contains("not measured (error)"));
         assert!(text.contains("not in this file"));
         assert!(text.contains("B only: extra / 2"));
+    }
+
+    #[test]
+    fn a_zero_baseline_median_is_no_ratio_not_an_error() {
+        let labels = [("kernel", "k"), ("threads", "2")];
+        let mut base = Report::new("sweep", &["kernel", "threads"]);
+        base.cells.push(Cell::measured(&labels, vec![0.0; 3]));
+        let mut other = base.clone();
+        other.cells[0] = Cell::measured(&labels, vec![1e-3; 3]);
+        let text = render(&[base, other], &["a".into(), "b".into()], 0.05);
+        let row = text.lines().find(|l| l.starts_with("k ")).unwrap();
+        assert!(row.ends_with("no ratio (A's median is 0)"), "{text}");
     }
 }
