@@ -621,8 +621,11 @@ pub fn assign_relatives(cells: &mut [Cell]) {
         let Ok(threads) = threads_text.parse::<usize>() else {
             continue;
         };
-        let baseline =
-            baseline(cells, kernel, threads_text).or_else(|| baseline(cells, kernel, "1"));
+        // A median of 0 s (a run shorter than the clock's step) has no speed-up: the ratio would
+        // be 0 or infinite, and JSON writes infinity as null, which no command can read back.
+        let baseline = baseline(cells, kernel, threads_text)
+            .or_else(|| baseline(cells, kernel, "1"))
+            .filter(|(median, _)| *median > 0.0 && summary.median > 0.0);
         let workers = if cell.label("scheduler") == Some(BASELINE_SCHEDULER.name()) {
             1
         } else {
@@ -703,6 +706,26 @@ mod tests {
         assign_relatives(&mut cells);
         let rayon = cells[1].relative.unwrap();
         assert_eq!((rayon.speedup, rayon.efficiency), (2.0, 0.5));
+    }
+
+    #[test]
+    fn a_zero_median_has_no_speedup_and_the_report_reads_back() {
+        let mut report = Report::new("sweep", &LABELS);
+        report.cells = vec![
+            cell("seq", "1", 1e-3),
+            cell("tree", "1", 0.0),
+            cell("seq", "2", 0.0),
+            cell("tree", "2", 1e-3),
+        ];
+        assign_relatives(&mut report.cells);
+        let speedups: Vec<Option<f64>> = report
+            .cells
+            .iter()
+            .map(|c| c.relative.map(|r| r.speedup))
+            .collect();
+        assert_eq!(speedups, [Some(1.0), None, None, None]);
+        let text = serde_json::to_string(&report).unwrap();
+        assert_eq!(serde_json::from_str::<Report>(&text).unwrap(), report);
     }
 
     #[test]
