@@ -97,6 +97,42 @@ fn kill_through_pidfd(pidfd: libc::c_int) -> io::Result<()> {
     }
 }
 
+/// Sets SIGCHLD back to its default if the process was started with it ignored, so that the
+/// children it starts (a sweep's rounds, the commands of `corun` and `profile`) leave an exit
+/// status to wait for. A parent can pass SIGCHLD ignored on through `exec`; the kernel then reaps
+/// every child at once, and waiting for one fails with ECHILD ("round 1 was lost: No child
+/// processes"). A disposition that is not `SIG_IGN` (the default, or a handler) is left alone.
+///
+/// # Errors
+/// The OS error of `sigaction`.
+///
+/// # Examples
+///
+/// ```
+/// parbench_cli::interruption::wait_for_own_children()?;
+/// let status = std::process::Command::new("true").status()?;
+/// assert!(status.success());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn wait_for_own_children() -> io::Result<()> {
+    // SAFETY: all-zero is a valid sigaction (empty mask, no flags, SIG_DFL), overwritten by the
+    // query below.
+    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a null new action only queries the current one into `current`, a valid sigaction
+    // we own.
+    if unsafe { libc::sigaction(libc::SIGCHLD, std::ptr::null(), &mut current) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if current.sa_sigaction != libc::SIG_IGN {
+        return Ok(());
+    }
+    // SAFETY: `signal` with SIG_DFL installs no handler; SIGCHLD's default is to do nothing.
+    if unsafe { libc::signal(libc::SIGCHLD, libc::SIG_DFL) } == libc::SIG_ERR {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Installs handlers for SIGINT, SIGTERM and SIGHUP that record the signal (see [`received`])
 /// and kill the running round's child ([`ChildWatch`]); the process itself then goes on, to save
 /// what was measured. A signal that is ignored when this is called stays ignored.

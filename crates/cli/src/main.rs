@@ -21,6 +21,12 @@ fn main() -> ExitCode {
             .unwrap_or_default();
         eprintln!("error: internal error{place}: {}", one_line(message));
     }));
+    // Before any child is started: with SIGCHLD ignored (passed on by the parent) none could be
+    // waited for.
+    if let Err(error) = parbench_cli::interruption::wait_for_own_children() {
+        eprintln!("error: cannot set SIGCHLD to its default: {error}");
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => return report_parse_error(&error),

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use parbench_cli::results::{Report, STOPPED_SETTING};
+use parbench_cli::results::{ROUNDS_DONE_SETTING, Report, STOPPED_SETTING};
 
 /// A sweep of one round with eight cells of a few hundred runs, each cell's runs back to back
 /// (`--interleave 1`, so cells finish one at a time).
@@ -146,7 +146,7 @@ fn start_cli_ignoring<'a>(
     // disposition, which is what is tested here, unless a test asks for `ignored` signals.
     unsafe {
         command.pre_exec(move || {
-            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD] {
                 let disposition = if ignored.contains(&signal) {
                     libc::SIG_IGN
                 } else {
@@ -296,6 +296,88 @@ fn a_sweep_started_with_sighup_ignored_keeps_it_ignored() {
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(143), "{err}");
     assert!(err.starts_with("error: interrupted by SIGTERM: "), "{err}");
+}
+
+#[test]
+fn a_sweep_started_with_sigchld_ignored_still_waits_for_its_rounds() {
+    // A parent may pass SIGCHLD ignored on; each round is a child process, which the kernel would
+    // then reap at once ("round 1 was lost: No child processes").
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("parbench-interruption-tests")
+        .join("sigchld-ignored");
+    fs::create_dir_all(&dir).expect("scratch directory");
+    let out = dir.join("run.json");
+    let args = [
+        "sweep",
+        "--kernels",
+        "reduce",
+        "--n",
+        "4096",
+        "--schedulers",
+        "seq",
+        "--threads",
+        "1",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--rounds",
+        "2",
+        "-q",
+        "-o",
+    ]
+    .map(OsStr::new)
+    .into_iter()
+    .chain([out.as_os_str()]);
+    let sweep = start_cli_ignoring(args, &dir, &[libc::SIGCHLD]);
+    let output = sweep.wait_with_output().expect("the sweep finishes");
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    let report: Report =
+        serde_json::from_slice(&fs::read(&out).expect("the report")).expect("a report");
+    assert_eq!(
+        report
+            .metadata
+            .settings
+            .get(ROUNDS_DONE_SETTING)
+            .map(String::as_str),
+        Some("2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_corun_started_with_sigchld_ignored_sees_its_command_exit() {
+    // corun waits for its commands with waitpid; with SIGCHLD ignored the kernel reaped them
+    // unseen, and corun ran on past its own --timeout (a `true` kept it for minutes).
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("parbench-interruption-tests")
+        .join("sigchld-ignored-corun");
+    fs::create_dir_all(&dir).expect("scratch directory");
+    let args = [
+        "corun",
+        "--algorithm",
+        "os",
+        "--timeout",
+        "30",
+        "--",
+        "true",
+    ]
+    .map(OsStr::new);
+    let mut corun = start_cli_ignoring(args, &dir, &[libc::SIGCHLD]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while corun.try_wait().expect("corun's status").is_none() {
+        if Instant::now() >= deadline {
+            let _ = corun.kill();
+            panic!("corun did not see `true` exit within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = corun.wait_with_output().expect("corun's output");
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(report.contains("status: exit 0"), "{report}");
 }
 
 /// A `corun --compare` started by a test, under `os` only (nothing is pinned), of one command that
