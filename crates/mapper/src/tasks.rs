@@ -224,6 +224,25 @@ pub fn descendants(pid: Pid, processes: &[ProcessStat]) -> Vec<Pid> {
     found
 }
 
+/// Whether this process ignores SIGCHLD. A parent can pass SIGCHLD ignored on through `exec`;
+/// the kernel then reaps every child the moment it exits, and waiting for one fails with ECHILD,
+/// so a program that watches its children (`corun`, `profile_command`) could never see them
+/// exit. `parbench-cli` sets SIGCHLD back to its default when it starts; a library caller must
+/// do the same.
+///
+/// ```
+/// assert!(!parbench_mapper::tasks::ignores_sigchld());
+/// ```
+pub fn ignores_sigchld() -> bool {
+    // SAFETY: all-zero is a valid sigaction (empty mask, no flags, SIG_DFL), overwritten by the
+    // query below.
+    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a null new action only queries the current one into `current`, a valid sigaction
+    // we own. It cannot fail for a valid signal number.
+    unsafe { libc::sigaction(libc::SIGCHLD, std::ptr::null(), &mut current) };
+    current.sa_sigaction == libc::SIG_IGN
+}
+
 /// Parses a kernel CPU list such as `0-3,8,10-11`.
 ///
 /// ```

@@ -78,6 +78,13 @@ pub enum CorunError {
         /// The id given.
         pid: Pid,
     },
+    /// This process ignores SIGCHLD, so the kernel would reap the commands unseen and corun could
+    /// never tell that they exited ([`crate::tasks::ignores_sigchld`]).
+    #[error(
+        "SIGCHLD is ignored in this process, so the commands' exits could not be seen; set it to \
+         its default (SIG_DFL) first"
+    )]
+    SigchldIgnored,
 }
 
 /// One command to run, with the instruction mix of its threads if known.
@@ -397,6 +404,9 @@ pub fn corun(
 ) -> Result<CorunReport, CorunError> {
     if commands.is_empty() {
         return Err(CorunError::NoCommands);
+    }
+    if crate::tasks::ignores_sigchld() {
+        return Err(CorunError::SigchldIgnored);
     }
     if let Some(index) = commands.iter().position(|c| c.argv.is_empty()) {
         return Err(CorunError::EmptyCommand { index });

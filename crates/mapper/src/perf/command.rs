@@ -174,6 +174,13 @@ pub fn profile_command(
             "empty command",
         )));
     };
+    if crate::tasks::ignores_sigchld() {
+        // The child could not be waited for (ECHILD at the first look): it would run on unseen.
+        return Err(command_failed(std::io::Error::other(
+            "SIGCHLD is ignored in this process, so the command's exit could not be seen; set it \
+             to its default (SIG_DFL) first",
+        )));
+    }
     let (available, unavailable) = probe_events(&request.events);
     let mut counters = ThreadCounters::open_for_next_exec(&request.events, &available)?;
     let stderr = std::os::fd::AsFd::as_fd(&std::io::stderr())
