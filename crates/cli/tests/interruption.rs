@@ -302,10 +302,7 @@ fn a_sweep_started_with_sighup_ignored_keeps_it_ignored() {
 fn a_sweep_started_with_sigchld_ignored_still_waits_for_its_rounds() {
     // A parent may pass SIGCHLD ignored on; each round is a child process, which the kernel would
     // then reap at once ("round 1 was lost: No child processes").
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("parbench-interruption-tests")
-        .join("sigchld-ignored");
-    fs::create_dir_all(&dir).expect("scratch directory");
+    let dir = fresh_dir("sigchld-ignored");
     let out = dir.join("run.json");
     let args = [
         "sweep",
@@ -350,10 +347,7 @@ fn a_sweep_started_with_sigchld_ignored_still_waits_for_its_rounds() {
 fn a_corun_started_with_sigchld_ignored_sees_its_command_exit() {
     // corun waits for its commands with waitpid; with SIGCHLD ignored the kernel reaped them
     // unseen, and corun ran on past its own --timeout (a `true` kept it for minutes).
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("parbench-interruption-tests")
-        .join("sigchld-ignored-corun");
-    fs::create_dir_all(&dir).expect("scratch directory");
+    let dir = fresh_dir("sigchld-ignored-corun");
     let args = [
         "corun",
         "--algorithm",
@@ -380,6 +374,17 @@ fn a_corun_started_with_sigchld_ignored_sees_its_command_exit() {
     assert!(report.contains("status: exit 0"), "{report}");
 }
 
+/// An empty scratch directory `name` for one test (leftovers of an earlier run would be mistaken
+/// for this one's).
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("parbench-interruption-tests")
+        .join(name);
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
 /// A `corun --compare` started by a test, under `os` only (nothing is pinned), of one command that
 /// finishes at once in its first run and sleeps in every later one until it is stopped; every run
 /// that sleeps first writes its pid to the file [`Corun::wait_until_sleeping`] waits for.
@@ -392,12 +397,7 @@ impl Corun {
     /// Two runs, the first quick ([`Corun`]); with `quick_first` false every run sleeps. With
     /// `output`, `-o DIR/compare.json`.
     fn start(name: &str, quick_first: bool, output: bool) -> Corun {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("parbench-interruption-tests")
-            .join(format!("corun-{name}"));
-        // Leftovers of an earlier run would be mistaken for this one's.
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("scratch directory");
+        let dir = fresh_dir(&format!("corun-{name}"));
         if quick_first {
             fs::write(dir.join("first"), "").expect("the first run's marker");
         }
@@ -538,12 +538,7 @@ fn ignores(pid: libc::pid_t, signal: libc::c_int) -> bool {
 /// neither stops its commands nor ends it.
 #[test]
 fn corun_started_with_sighup_ignored_keeps_it_ignored() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("parbench-interruption-tests")
-        .join("corun-nohup");
-    // Leftovers of an earlier run would be mistaken for this one's.
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).expect("scratch directory");
+    let dir = fresh_dir("corun-nohup");
     // The command says it runs (corun installs its handlers before it starts any command), then
     // waits for the test's `go`.
     let script = format!(
@@ -589,12 +584,7 @@ fn an_interrupted_corun_prints_its_report_and_exits_with_the_signal() {
         (libc::SIGHUP, "SIGHUP", false, 129),
     ];
     for (signal, name, group, status) in cases {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("parbench-interruption-tests")
-            .join(format!("corun-single-{name}"));
-        // Leftovers of an earlier run would be mistaken for this one's.
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("scratch directory");
+        let dir = fresh_dir(&format!("corun-single-{name}"));
         // The leader execs `sleep` once it has said it runs.
         let script = format!("cd '{}' && touch started && exec sleep 60", dir.display());
         let args = ["corun", "--algorithm", "os", "--", "sh", "-c", &script].map(OsStr::new);
