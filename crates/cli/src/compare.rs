@@ -255,7 +255,8 @@ pub fn render(reports: &[Report], names: &[String], threshold: f64) -> String {
     out.push_str(&format!(
         "ratio = median time / median time of A, with its 95 % bootstrap CI ({RESAMPLES} \
          resamples); changes under {}% are no significant difference\n\n",
-        (threshold * 1000.0).round() / 10.0
+        // As given, to 0.01 %: to 0.1 % a threshold of 2.55 % read "2.6%".
+        (threshold * 10_000.0).round() / 100.0
     ));
     let Some(baseline) = reports.first() else {
         return out;
@@ -424,6 +425,12 @@ mod tests {
         assert!(row.contains("1.00x"), "{text}");
         assert!(text.contains("4 comparisons: 0 faster, 2 slower, 2 no significant difference"));
         assert!(text.starts_with("A = a.json (baseline): environment not recorded"));
+        // The threshold is written as given.
+        let narrow = render(&[report(1.0), report(1.0)], &names[..2], 0.0255);
+        assert!(
+            narrow.contains("changes under 2.55% are no significant difference"),
+            "{narrow}"
+        );
     }
 
     #[test]
