@@ -44,6 +44,15 @@ pub enum Error {
     /// The lock benchmark was asked to run with zero threads.
     #[error("the lock benchmark needs at least one thread")]
     ZeroThreads,
+    /// The lock benchmark was asked for more threads than there is memory to keep track of
+    /// (checked before any thread starts).
+    #[error("the lock benchmark cannot keep track of {threads} threads: {source}")]
+    TooManyThreads {
+        /// The thread count as given.
+        threads: usize,
+        /// Why their handles could not be allocated.
+        source: std::collections::TryReserveError,
+    },
     /// The operating system refused to start a benchmark thread.
     #[error("could not start a benchmark thread: {0}")]
     Spawn(#[from] std::io::Error),

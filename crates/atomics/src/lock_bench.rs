@@ -108,8 +108,9 @@ impl LockBenchRun {
 /// `kind` (`backend` applies to spin locks), each holding it for `critical_section` (busy-waiting).
 ///
 /// Each thread takes the lock once more than it counts, to see that the budget is exhausted.
-/// Errors: [`Error::ZeroThreads`], [`Error::BackendUnavailable`], or [`Error::Spawn`] if the OS
-/// refuses a thread.
+/// Errors: [`Error::ZeroThreads`], [`Error::BackendUnavailable`], [`Error::TooManyThreads`] if
+/// there is no memory to keep track of that many threads, or [`Error::Spawn`] if the OS refuses a
+/// thread.
 ///
 /// # Example
 ///
@@ -137,7 +138,12 @@ pub fn lock_bench(
     let budget = RuntimeMutex::new(kind, backend, iterations.saturating_mul(threads as u64))?;
     let start = AtomicBool::new(false);
     let (elapsed, acquisitions) = thread::scope(|scope| {
-        let mut handles = Vec::with_capacity(threads);
+        let mut handles = Vec::new();
+        // Fallible: `with_capacity` would panic (capacity overflow) or abort (out of memory) on a
+        // thread count the caller chose, before the OS had a chance to refuse a single thread.
+        handles
+            .try_reserve_exact(threads)
+            .map_err(|source| Error::TooManyThreads { threads, source })?;
         let mut spawn_error = None;
         for index in 0..threads {
             let spawned = thread::Builder::new()
@@ -255,6 +261,27 @@ mod tests {
         assert_eq!(spin.unwrap().backend, Some(Backend::Portable));
         let std = lock_bench(MutexKind::Std, Backend::Portable, 1, 1, Duration::ZERO);
         assert_eq!(std.unwrap().backend, None);
+    }
+
+    #[test]
+    fn absurd_thread_count_is_an_error_not_a_panic() {
+        // Both overflow the handles' capacity (more than isize::MAX bytes), so they are refused
+        // deterministically, before a single thread starts, whatever memory the machine has.
+        for threads in [usize::MAX, usize::MAX / 2] {
+            let run = lock_bench(
+                MutexKind::Std,
+                Backend::Portable,
+                threads,
+                1,
+                Duration::ZERO,
+            );
+            match run {
+                Err(error @ Error::TooManyThreads { .. }) => {
+                    assert!(error.to_string().contains(&threads.to_string()), "{error}");
+                }
+                other => panic!("{threads} threads: {other:?}"),
+            }
+        }
     }
 
     #[cfg(not(target_arch = "aarch64"))]
