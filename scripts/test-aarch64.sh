@@ -23,6 +23,10 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The caller's target dir, made absolute before the cd below so a relative one means what it meant
+# where the script was started (as it would to cargo there).
+target_root=${CARGO_TARGET_DIR:-$repo/target}
+[[ $target_root == /* ]] || target_root=$PWD/$target_root
 cd "$repo"
 
 target=aarch64-unknown-linux-gnu
@@ -67,8 +71,9 @@ echo "== toolchain: $(cargo --version) driving $("$rustc_bin" --version), runner
 
 export RUSTC=$rustc_bin
 export RUSTDOC=$rustdoc_bin
-# Separate target dir: a different compiler would otherwise invalidate the host build.
-export CARGO_TARGET_DIR=$repo/target/aarch64
+# A separate target dir, aarch64/ under the caller's CARGO_TARGET_DIR (default target/): a different
+# compiler would otherwise invalidate the host build.
+export CARGO_TARGET_DIR=$target_root/aarch64
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export RUSTFLAGS="-C target-feature=+crt-static"
 export RUSTDOCFLAGS="-C target-feature=+crt-static"
@@ -120,7 +125,7 @@ runtime_checker=$repo/scripts/aarch64/check-runtime-atomics.sh
 declare -A runtime_binary
 for mode in off on; do
     echo "== whole-runtime build with LSE forced $mode"
-    binaries=$(CARGO_TARGET_DIR=$repo/target/aarch64 scripts/aarch64/build-lse.sh "$mode" --release)
+    binaries=$(scripts/aarch64/build-lse.sh "$mode" --release)
     runtime_binary[$mode]=$(grep '/parbench_kernels-' <<<"$binaries" | head -n 1)
     backends_test=$(grep '/atomics_backends-' <<<"$binaries" | head -n 1)
     [[ -x ${runtime_binary[$mode]} && -x $backends_test ]] || {
