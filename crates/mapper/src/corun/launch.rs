@@ -7,6 +7,13 @@
 //! dies (`PR_SET_PDEATHSIG`), so even a `parbench-cli` killed with `SIGKILL` leaves no command
 //! behind. A [`Launched`] value owns the running commands: dropping it (also on an error or a
 //! panic) kills and reaps every command still running.
+//!
+//! A leader that exits is *not* reaped at once: its exit is read with `waitid(WNOWAIT)` and it
+//! stays a zombie until [`Launched`] is dropped. The zombie keeps its pid — which is also its
+//! group's id — from being given to another process, so every `kill(-pgid, …)` here reaches only
+//! the command's own group, even after the leader exited and the rest of the group with it. A
+//! reaped leader whose group had emptied would free that number, and a later unrelated process
+//! (its own group leader after `setsid`) could get it and receive our `SIGKILL`.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -27,6 +34,7 @@ pub(super) struct Running {
     /// A pidfd that becomes readable when the command exits, to wake the watch loop at once;
     /// `None` where `pidfd_open` is unavailable (the loop then sleeps its poll interval).
     pidfd: Option<OwnedFd>,
+    /// When and how it exited; it stays unreaped (a zombie) until [`Launched`] is dropped.
     pub finished: Option<(Instant, ExitStatus)>,
 }
 
@@ -90,6 +98,38 @@ fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// How child `pid` exited, if it has, leaving it unreaped (`waitid` with `WNOWAIT`); with `block`,
+/// waits for it to exit.
+fn exit_status_unreaped(pid: Pid, block: bool) -> io::Result<Option<ExitStatus>> {
+    let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };
+    loop {
+        // SAFETY: all-zero is a valid siginfo_t; with WNOHANG and no exit yet, waitid leaves
+        // si_pid at 0, which is how that case is told apart below.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a valid, writable siginfo_t; the other arguments are integers.
+        if unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) } != 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(error);
+        }
+        // SAFETY: waitid succeeded, so `info` is a SIGCHLD siginfo (or still all zero), whose
+        // si_pid and si_status fields these read.
+        let (child, status) = unsafe { (info.si_pid(), info.si_status()) };
+        if child == 0 {
+            return Ok(None);
+        }
+        // The wait status waitpid would have returned, from which ExitStatus decodes the same.
+        let raw = match info.si_code {
+            libc::CLD_EXITED => (status & 0xff) << 8,
+            libc::CLD_DUMPED => status | 0x80,
+            _ => status, // CLD_KILLED: only exits were asked for (no WSTOPPED/WCONTINUED)
+        };
+        return Ok(Some(ExitStatus::from_raw(raw)));
+    }
+}
+
 /// Sends `signal` to every process of group `pgid`; false when the group no longer exists.
 pub(super) fn signal_group(pgid: Pid, signal: i32) -> bool {
     // SAFETY: kill takes plain integers; a negative pid addresses the process group.
@@ -107,15 +147,16 @@ pub(super) fn signal_process(process: &ProcessStat, signal: i32) -> bool {
 }
 
 impl Launched {
-    /// Reaps commands that have exited; returns the indices that finished now.
-    pub fn reap(&mut self) -> Vec<usize> {
+    /// Records the exit of commands that have exited (leaving them unreaped); returns the
+    /// indices that finished now.
+    pub fn note_exits(&mut self) -> Vec<usize> {
         let mut done = Vec::new();
         for (index, slot) in self.running.iter_mut().enumerate() {
             let Some(running) = slot else { continue };
             if running.finished.is_some() {
                 continue;
             }
-            if let Ok(Some(status)) = running.child.try_wait() {
+            if let Ok(Some(status)) = exit_status_unreaped(running.pid, false) {
                 running.finished = Some((Instant::now(), status));
                 done.push(index);
             }
@@ -173,18 +214,19 @@ impl Launched {
         let deadline = Instant::now() + grace;
         while !self.all_finished() && Instant::now() < deadline {
             self.wait_any(Duration::from_millis(10));
-            self.reap();
+            self.note_exits();
         }
         self.kill_remaining();
         targets
     }
 
-    /// `SIGKILL` to every group whose leader has not been reaped, then reaps the leaders.
+    /// `SIGKILL` to every group whose leader has not exited, then waits until the leaders have
+    /// (leaving them unreaped).
     fn kill_remaining(&mut self) {
         for running in self.running.iter_mut().flatten() {
             if running.finished.is_none() {
                 signal_group(running.pid, libc::SIGKILL);
-                if let Ok(status) = running.child.wait() {
+                if let Ok(Some(status)) = exit_status_unreaped(running.pid, true) {
                     running.finished = Some((Instant::now(), status));
                 }
             }
@@ -216,9 +258,14 @@ impl Launched {
 impl Drop for Launched {
     fn drop(&mut self) {
         self.kill_remaining();
-        // Descendants that outlived their leader keep the group: kill those too.
+        // Descendants that outlived their leader keep the group: kill those too. Every leader is
+        // still unreaped here, so each group id is still the command's own.
         for running in self.running.iter().flatten() {
             signal_group(running.pid, libc::SIGKILL);
+        }
+        // Only now may the group ids be reused.
+        for running in self.running.iter_mut().flatten() {
+            let _ = running.child.wait();
         }
     }
 }
@@ -304,4 +351,66 @@ pub fn stop_on_termination_signals() -> io::Result<&'static AtomicBool> {
         }
     }
     Ok(&STOP_REQUESTED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(script: &str) -> Launched {
+        let argv = ["sh", "-c", script].map(String::from);
+        Launched {
+            running: vec![Some(spawn(&argv, ChildOutput::Null).unwrap())],
+        }
+    }
+
+    fn wait_for_exit(launched: &mut Launched) -> ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while launched.note_exits().is_empty() {
+            assert!(Instant::now() < deadline, "the command did not exit");
+            launched.wait_any(Duration::from_millis(10));
+        }
+        launched.running[0].as_ref().unwrap().finished.unwrap().1
+    }
+
+    #[test]
+    fn an_exited_leader_keeps_its_group_id_until_the_group_is_killed() {
+        // The leader exits at once and leaves a member in its group.
+        let mut launched = launch("sleep 30 & exit 3");
+        let pgid = launched.running[0].as_ref().unwrap().pid;
+        assert_eq!(wait_for_exit(&mut launched).code(), Some(3));
+        // Unreaped, so no other process can be given its pid, the group's id.
+        let leader = read_process_stat(pgid).map(|p| p.state);
+        assert_eq!(
+            leader,
+            Some('Z'),
+            "the leader was reaped while its group was signalled"
+        );
+        let member = all_processes()
+            .into_iter()
+            .find(|p| p.pgrp == pgid && p.pid != pgid)
+            .expect("the background sleep");
+        drop(launched);
+        assert_eq!(read_process_stat(pgid), None, "drop reaps the leader");
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while read_process_stat(member.pid).is_some_and(|p| is_running(&p)) {
+            assert!(Instant::now() < deadline, "the member outlived the drop");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn an_unreaped_exit_reads_as_the_status_the_reaping_wait_returns() {
+        for (script, code, signal) in [
+            ("exit 0", Some(0), None),
+            ("exit 200", Some(200), None),
+            ("kill -KILL $$", None, Some(libc::SIGKILL)),
+        ] {
+            let mut launched = launch(script);
+            let noted = wait_for_exit(&mut launched);
+            assert_eq!((noted.code(), noted.signal()), (code, signal), "{script}");
+            let reaped = launched.running[0].as_mut().unwrap().child.wait().unwrap();
+            assert_eq!(noted, reaped, "{script}");
+        }
+    }
 }

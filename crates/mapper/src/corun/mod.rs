@@ -435,7 +435,7 @@ pub fn corun(
     let mut stopped = None;
     let mut interval = options.poll;
     loop {
-        let finished_now = launched.reap();
+        let finished_now = launched.note_exits();
         let processes = all_processes();
         for index in finished_now {
             if let Some(running) = &launched.running[index] {
@@ -510,8 +510,9 @@ pub fn corun(
         };
         launched.wait_any(interval);
     }
-    // Every leader is reaped; threads still marked alive have exited with it. Whatever is left
-    // in a group gets SIGKILL; wait (briefly) until the kernel has removed it.
+    // Every leader has exited (unreaped until `launched` is dropped, so each group id is still
+    // the command's); threads still marked alive have exited with it. Whatever is left in a group
+    // gets SIGKILL; wait (briefly) until the kernel has removed it.
     roster.update(&[], start.elapsed())?;
     launched.kill_groups_and_wait(Duration::from_secs(1));
     let mut last_exit = start;
