@@ -740,6 +740,10 @@ pub fn profile(
     let request = ProfileRequest::for_this_machine(&command.join(" "), 1);
     let profile = profile_command(command, &request, declared)?;
     write_stdout(|out| write!(out, "{profile}"))?;
+    // Also on stderr: stdout may go to a file or a pipe that nobody reads to the end.
+    if let Some(note) = profile.threads_not_listed_note() {
+        eprintln!("warning: {note}");
+    }
     if let Some(file) = file {
         let path = finish_json(file, &profile)?;
         eprintln!(

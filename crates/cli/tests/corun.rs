@@ -670,6 +670,28 @@ fn map_pid_pins_the_threads_of_a_running_program() {
 }
 
 #[test]
+fn profile_says_on_stdout_stderr_and_in_json_that_threads_beyond_the_cap_are_not_listed() {
+    // 300 single-threaded sleeps and their shell, all alive for 3 s (scans come every 50 ms at
+    // most): 256 get per-thread counters, 45 do not.
+    let script = "i=0; while [ $i -lt 300 ]; do sleep 3 & i=$((i+1)); done; wait";
+    let path = scratch("profile-many-threads.json");
+    let (out, err) = cli_ok(&[
+        "profile",
+        "-o",
+        path.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert!(out.contains("per thread (256 thread(s)"), "{out}");
+    let note = "per-thread counters stop at 256 threads: 45 more thread(s)";
+    assert!(out.contains(note), "{out}");
+    assert!(err.contains(&format!("warning: {note}")), "{err}");
+    assert_eq!(read_json(&path)["threads_not_listed"], 45);
+}
+
+#[test]
 fn bad_corun_input_is_one_line() {
     assert_bad_input(
         &["corun", "--algorithm", "best", "--", "true"],

@@ -56,6 +56,10 @@ pub struct CommandProfile {
     /// Which thread each entry of `per_thread` is.
     #[serde(default)]
     pub thread_ids: Vec<CommandThread>,
+    /// Threads seen after [`MAX_PROFILED_THREADS`] had their counters: they are in the totals
+    /// (`profile`) but have no entry in `per_thread`.
+    #[serde(default)]
+    pub threads_not_listed: usize,
     /// Seconds from start to exit.
     pub wall_s: f64,
     /// Its exit code (`None` when a signal ended it).
@@ -71,8 +75,8 @@ impl CommandProfile {
     /// use parbench_mapper::InstrClass;
     /// let profile = profile_threads(&ProfileRequest::software_only("x", 1), |_| {})?;
     /// let p = CommandProfile { command: vec!["x".into()], declared_class: Some(InstrClass::Fp),
-    ///                          profile, per_thread: None, thread_ids: vec![], wall_s: 0.1,
-    ///                          exit_code: Some(0) };
+    ///                          profile, per_thread: None, thread_ids: vec![],
+    ///                          threads_not_listed: 0, wall_s: 0.1, exit_code: Some(0) };
     /// let (mix, source) = p.mix();
     /// assert_eq!((mix.unwrap().count(InstrClass::Fp), source), (1.0, MixSource::Declared));
     /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
@@ -82,6 +86,29 @@ impl CommandProfile {
             .declared_class
             .map(|class| InstructionMix::new([(class, 1.0)]));
         self.profile.workload_mix(declared)
+    }
+
+    /// One line saying how many threads have no per-thread entry because of the cap, if any did.
+    ///
+    /// ```
+    /// use parbench_mapper::perf::{profile_threads, CommandProfile, ProfileRequest};
+    /// let profile = profile_threads(&ProfileRequest::software_only("x", 1), |_| {})?;
+    /// let mut p = CommandProfile { command: vec!["x".into()], declared_class: None, profile,
+    ///                              per_thread: None, thread_ids: vec![], threads_not_listed: 0,
+    ///                              wall_s: 0.1, exit_code: Some(0) };
+    /// assert_eq!(p.threads_not_listed_note(), None);
+    /// p.threads_not_listed = 3;
+    /// assert!(p.threads_not_listed_note().unwrap().contains("3 more thread(s)"));
+    /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
+    /// ```
+    pub fn threads_not_listed_note(&self) -> Option<String> {
+        (self.threads_not_listed > 0).then(|| {
+            format!(
+                "per-thread counters stop at {MAX_PROFILED_THREADS} threads: {} more thread(s) \
+                 of this command are not listed per thread (the totals include them)",
+                self.threads_not_listed
+            )
+        })
     }
 
     /// Reads a profile from a JSON file as serde writes it (`parbench-cli profile -o FILE --
@@ -124,6 +151,9 @@ impl fmt::Display for CommandProfile {
                 )?;
             }
         }
+        if let Some(note) = self.threads_not_listed_note() {
+            writeln!(f, "{note}")?;
+        }
         let (mix, source) = self.mix();
         match (mix, source) {
             (Some(mix), MixSource::Measured) => writeln!(f, "instruction mix (measured): {mix}"),
@@ -164,6 +194,16 @@ pub fn profile_command(
     request: &ProfileRequest,
     declared_class: Option<InstrClass>,
 ) -> Result<CommandProfile, ProfileError> {
+    profile_command_listing(argv, request, declared_class, MAX_PROFILED_THREADS)
+}
+
+/// [`profile_command`] with per-thread counters on at most `max_listed` threads.
+fn profile_command_listing(
+    argv: &[String],
+    request: &ProfileRequest,
+    declared_class: Option<InstrClass>,
+    max_listed: usize,
+) -> Result<CommandProfile, ProfileError> {
     let command_failed = |source| ProfileError::CommandFailed {
         command: argv.join(" "),
         source,
@@ -197,15 +237,18 @@ pub fn profile_command(
         .map_err(command_failed)?;
     let root = child.id() as Pid;
     let mut watched: Vec<(CommandThread, ThreadCounters)> = Vec::new();
+    let mut not_listed: Vec<Pid> = Vec::new();
     let mut interval = Duration::from_millis(2);
     let status = loop {
         let processes = all_processes();
         let mut found_new = false;
         for pid in descendants(root, &processes) {
             for tid in threads_of(pid) {
-                if watched.len() >= MAX_PROFILED_THREADS
-                    || watched.iter().any(|(id, _)| id.tid == tid)
-                {
+                if watched.iter().any(|(id, _)| id.tid == tid) || not_listed.contains(&tid) {
+                    continue;
+                }
+                if watched.len() >= max_listed {
+                    not_listed.push(tid);
                     continue;
                 }
                 // A thread that exited before its counters opened is simply not listed.
@@ -252,6 +295,7 @@ pub fn profile_command(
         profile: profile(vec![totals]),
         per_thread: Some(profile(threads)),
         thread_ids,
+        threads_not_listed: not_listed.len(),
         wall_s,
         exit_code: status.code(),
     })
@@ -318,6 +362,22 @@ mod tests {
         let clock = per_thread.thread_totals(late).unwrap()[&Quantity::TaskClockNs].unwrap();
         assert!(clock > 0.0);
         assert!(profile.to_string().contains("per thread ("), "{profile}");
+    }
+
+    #[test]
+    fn threads_beyond_the_cap_are_counted_and_said_to_be_unlisted() {
+        // The shell and four sleeps, all alive for a second (scans come every 50 ms at most),
+        // with per-thread counters on two of them.
+        let script = "for i in 1 2 3 4; do sleep 1 & done; wait";
+        let argv: Vec<String> = ["sh", "-c", script].map(String::from).to_vec();
+        let request = ProfileRequest::software_only("sh", 1);
+        let profile = profile_command_listing(&argv, &request, None, 2).unwrap();
+        assert_eq!(profile.thread_ids.len(), 2);
+        assert_eq!(profile.threads_not_listed, 3, "{profile}");
+        let text = profile.to_string();
+        assert!(text.contains("3 more thread(s)"), "{text}");
+        let json = serde_json::to_string(&profile).unwrap();
+        assert!(json.contains("\"threads_not_listed\":3"), "{json}");
     }
 
     #[test]
