@@ -97,6 +97,16 @@ pub fn sorted_threads(mixes: &[InstructionMix]) -> Vec<usize> {
 pub fn pair_extremes(sorted: &[usize], group_sizes: &[usize]) -> Vec<Vec<usize>> {
     let mut fill_order: Vec<usize> = (0..group_sizes.len()).collect();
     fill_order.sort_by_key(|&group| std::cmp::Reverse(group_sizes[group]));
+    deal_extremes(sorted, group_sizes, fill_order)
+}
+
+/// Fills the groups in `fill_order`, each taking alternately the highest and the lowest
+/// remaining thread of `sorted`; groups are returned in the order of `group_sizes`.
+fn deal_extremes(
+    sorted: &[usize],
+    group_sizes: &[usize],
+    fill_order: impl IntoIterator<Item = usize>,
+) -> Vec<Vec<usize>> {
     let mut remaining = std::collections::VecDeque::from(sorted.to_vec());
     let mut groups = vec![Vec::new(); group_sizes.len()];
     for group in fill_order {
@@ -112,8 +122,12 @@ pub fn pair_extremes(sorted: &[usize], group_sizes: &[usize]) -> Vec<Vec<usize>>
     groups
 }
 
-/// The study's Algorithm 1 on one class: threads sorted by `counts` (descending), then
-/// [`pair_extremes`]. Returns, per group, the thread ids placed together.
+/// The study's Algorithm 1 on one class: threads sorted by `counts` (descending), then the
+/// groups *in the order given* each take the highest and the lowest remaining threads (high, low,
+/// high, … up to the group's size) — as [`pair_extremes`], but without filling larger groups
+/// first: on a hybrid machine whose smaller cores come first, those cores take the extremes, as
+/// the published rule ("the maximum and the minimum on the next core") has it. Returns, per
+/// group, the thread ids placed together.
 ///
 /// ```
 /// use parbench_mapper::mapping::instruction_aware::algorithm1;
@@ -123,7 +137,7 @@ pub fn pair_extremes(sorted: &[usize], group_sizes: &[usize]) -> Vec<Vec<usize>>
 pub fn algorithm1(counts: &[f64], group_sizes: &[usize]) -> Vec<Vec<usize>> {
     let mut sorted: Vec<usize> = (0..counts.len()).collect();
     sorted.sort_by(|&a, &b| counts[b].total_cmp(&counts[a]));
-    pair_extremes(&sorted, group_sizes)
+    deal_extremes(&sorted, group_sizes, 0..group_sizes.len())
 }
 
 /// Upper bound on refinement passes over all core pairs (each pass is `O(threads²)` swaps
@@ -294,6 +308,53 @@ mod tests {
         assert_eq!(
             algorithm1(&[5.0, 5.0, 1.0, 1.0], &[2, 2]),
             vec![vec![0, 3], vec![1, 2]]
+        );
+    }
+
+    /// "core:4 pu:2" restricted to `keep` (OS indices), through an hwloc XML file as a machine
+    /// of another shape would come.
+    fn restricted_xml(keep: &[usize], name: &str) -> Topology {
+        let mut hw = hwlocality::Topology::builder()
+            .from_synthetic("core:4 pu:2")
+            .unwrap()
+            .build()
+            .unwrap();
+        let mut set = hwlocality::cpu::cpuset::CpuSet::new();
+        for &pu in keep {
+            set.set(pu);
+        }
+        hw.edit(|editor| {
+            editor
+                .restrict(&set, hwlocality::topology::editor::RestrictFlags::empty())
+                .unwrap()
+        });
+        let path = std::env::temp_dir().join(format!("{name}-{}.xml", std::process::id()));
+        hw.export_xml_file(
+            Some(&path),
+            hwlocality::topology::export::xml::XMLExportFlags::empty(),
+        )
+        .unwrap();
+        let topology = Topology::from_xml_file(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        topology
+    }
+
+    #[test]
+    fn published_algorithm1_gives_the_extremes_to_cores_in_topology_order_on_hybrid_machines() {
+        // Two one-PU cores first, then two SMT cores.
+        let t = restricted_xml(&[0, 2, 4, 5, 6, 7], "hybrid-small-first");
+        let sizes: Vec<usize> = t.cores().iter().map(|core| core.pus.len()).collect();
+        assert_eq!(sizes, vec![1, 1, 2, 2]);
+        // fp counts 40 10 80 60 20 70: sorted 2 5 3 0 4 1. Core 0 takes the maximum alone, core 1
+        // the next; core 2 then pairs the next with the minimum, core 3 the middle two.
+        let fp =
+            |count: f64| InstructionMix::new([(InstrClass::Fp, count), (InstrClass::Int, 1.0)]);
+        let mixes: Vec<InstructionMix> = [40.0, 10.0, 80.0, 60.0, 20.0, 70.0].map(fp).to_vec();
+        let pus = map_algorithm1(&t, &mixes, Some(InstrClass::Fp), 1);
+        let core_of = |thread: usize| t.pus()[pus[thread]].core;
+        assert_eq!(
+            (0..6).map(core_of).collect::<Vec<_>>(),
+            vec![3, 2, 0, 2, 3, 1]
         );
     }
 
