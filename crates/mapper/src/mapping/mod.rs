@@ -49,6 +49,9 @@ pub enum MapError {
     /// Nothing to map.
     #[error("the number of threads must be at least 1")]
     NoThreads,
+    /// An empty list of workloads to give threads to.
+    #[error("no workloads to map: give at least one")]
+    NoWorkloads,
     /// More threads than PUs.
     #[error("{threads} threads do not fit on {pus} PUs (one thread per PU)")]
     TooManyThreads {
@@ -363,8 +366,8 @@ impl Mapping {
 /// application's team of threads has consecutive ids.
 ///
 /// # Errors
-/// [`MapError::NoThreads`] for zero threads, [`MapError::FewerThreadsThanWorkloads`] when some
-/// workload would get no thread.
+/// [`MapError::NoWorkloads`] for an empty `workloads`, [`MapError::NoThreads`] for zero
+/// threads, [`MapError::FewerThreadsThanWorkloads`] when some workload would get no thread.
 ///
 /// # Examples
 ///
@@ -380,10 +383,15 @@ pub fn threads_in_blocks(
     workloads: &[NamedMix],
     threads: usize,
 ) -> Result<Vec<NamedMix>, MapError> {
+    // Checked first: with no workloads the thread count is beside the point ("8 threads cannot
+    // run 0 workloads" was the message).
+    if workloads.is_empty() {
+        return Err(MapError::NoWorkloads);
+    }
     if threads == 0 {
         return Err(MapError::NoThreads);
     }
-    if threads < workloads.len() || workloads.is_empty() {
+    if threads < workloads.len() {
         return Err(MapError::FewerThreadsThanWorkloads {
             threads,
             workloads: workloads.len(),
@@ -614,6 +622,14 @@ mod tests {
                 workloads: 8
             })
         ));
+        for threads in [0, 8] {
+            let empty = threads_in_blocks(&[], threads);
+            assert_eq!(empty, Err(MapError::NoWorkloads), "{threads} threads");
+            assert_eq!(
+                empty.unwrap_err().to_string(),
+                "no workloads to map: give at least one"
+            );
+        }
     }
 
     #[test]
