@@ -60,6 +60,6 @@ pub use scenarios::{
     SuiteRow, Workload, different_unit_partners, run_scenario_suite, run_scenarios,
 };
 pub use topology::{
-    Binding, Core, MAX_SYNTHETIC_PUS, NumaNode, Package, Pu, Topology, TopologyError,
-    TopologySource, parse_topology_arg,
+    Binding, Core, MAX_SYNTHETIC_OS_INDEX, MAX_SYNTHETIC_PUS, NumaNode, Package, Pu, Topology,
+    TopologyError, TopologySource, parse_topology_arg,
 };

@@ -50,6 +50,21 @@ pub enum TopologyError {
         /// Its PUs (the product of its levels' arities; saturated at `u64::MAX`).
         pus: u64,
     },
+    /// An `indexes=` attribute of a synthetic description that hwloc would ignore or misapply
+    /// (it accepts such descriptions silently, numbering the level its own way or merging PUs).
+    #[error(
+        "invalid indexes={indexes} of level {level:?} in synthetic topology {description:?}: {problem}"
+    )]
+    SyntheticIndexes {
+        /// The description.
+        description: String,
+        /// The level the attribute belongs to, as written (e.g. `pu:2`).
+        level: String,
+        /// The attribute's value.
+        indexes: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// The synthetic description was rejected by hwloc.
     #[error(
         "invalid synthetic topology description {description:?} (expected e.g. \"pack:2 core:4 pu:2\")"
@@ -244,7 +259,11 @@ impl Topology {
     /// # Errors
     /// [`TopologyError::Synthetic`] when hwloc rejects the description,
     /// [`TopologyError::SyntheticTooLarge`] when it has more than [`MAX_SYNTHETIC_PUS`] PUs
-    /// (hwloc would build every one of them first).
+    /// (hwloc would build every one of them first), [`TopologyError::SyntheticIndexes`] for an
+    /// `indexes=` attribute hwloc would ignore or misapply: an explicit list must give each
+    /// object of its level (all of them, over the whole machine) a distinct number up to
+    /// [`MAX_SYNTHETIC_OS_INDEX`]; an interleaving (`indexes=core:pu`, `indexes=2*4:1*2`) must change
+    /// the numbering (hwloc drops one it cannot apply without a word).
     ///
     /// # Examples
     ///
@@ -267,11 +286,46 @@ impl Topology {
                 pus,
             });
         }
-        let hw = hwlocality::Topology::builder()
-            .from_synthetic(description)
-            .map_err(|_| rejected())?
-            .build()
-            .map_err(|_| rejected())?;
+        let levels = synthetic_levels(description);
+        let build = |description: &str| {
+            hwlocality::Topology::builder()
+                .from_synthetic(description)
+                .map_err(|_| rejected())?
+                .build()
+                .map_err(|_| rejected())
+        };
+        let invalid = |level: &SyntheticLevel, indexes: &str, problem: String| {
+            TopologyError::SyntheticIndexes {
+                description: description.to_owned(),
+                level: level.text.clone(),
+                indexes: indexes.to_owned(),
+                problem,
+            }
+        };
+        let is_list = |indexes: &str| indexes.bytes().all(|b| b.is_ascii_digit() || b == b',');
+        // Lists before hwloc sees them: a repeated NUMA node number aborts the process inside
+        // hwloc (an assertion), repeated PU numbers merge PUs.
+        for level in &levels {
+            if let Some(indexes) = level.indexes.as_deref().filter(|i| is_list(i)) {
+                check_index_list(indexes, level.objects)
+                    .map_err(|problem| invalid(level, indexes, problem))?;
+            }
+        }
+        let hw = build(description)?;
+        for level in &levels {
+            let Some(indexes) = level.indexes.as_deref().filter(|i| !is_list(i)) else {
+                continue;
+            };
+            if os_indexes(&hw) == os_indexes(&build(&level.without_indexes(description))?) {
+                return Err(invalid(
+                    level,
+                    indexes,
+                    "as an interleaving it changes no object's number (hwloc ignores one that \
+                     does not name levels above this one, or whose loops do not cover the level)"
+                        .to_owned(),
+                ));
+            }
+        }
         Self::from_hwloc(&hw, TopologySource::Synthetic(description.to_owned()))
     }
 
@@ -570,6 +624,117 @@ pub fn parse_topology_arg(argument: &str) -> Result<Topology, TopologyError> {
 /// took 12 s and 1 GB).
 pub const MAX_SYNTHETIC_PUS: usize = 8_192;
 
+/// The largest OS index an explicit synthetic `indexes=` list may give: CPU numbers beyond it do
+/// not exist on Linux (at most 8192 CPUs), and hwloc sizes its bitmaps by the largest index.
+pub const MAX_SYNTHETIC_OS_INDEX: u32 = 65_535;
+
+/// One level of a synthetic description (or its root attributes, `objects` 1).
+#[derive(Debug)]
+struct SyntheticLevel {
+    /// As written, attributes left out (`pu:2`).
+    text: String,
+    /// Objects of this level in the whole machine: the product of the arities down to it.
+    objects: u64,
+    /// The value of its `indexes=` attribute, if it has one.
+    indexes: Option<String>,
+    /// Byte range of the `indexes=…` attribute in the description.
+    attribute: Option<std::ops::Range<usize>>,
+}
+
+impl SyntheticLevel {
+    /// The description with this level's `indexes=` attribute removed.
+    fn without_indexes(&self, description: &str) -> String {
+        let mut rest = description.to_owned();
+        if let Some(range) = &self.attribute {
+            rest.replace_range(range.clone(), "");
+        }
+        rest.replace("( ", "(").replace(" )", ")").replace("()", "")
+    }
+}
+
+/// The levels of a synthetic description with their attributes (`type:N(attr attr)`; attributes
+/// are separated by spaces inside the parentheses). Only what the `indexes=` checks need:
+/// anything malformed is left for hwloc to reject.
+fn synthetic_levels(description: &str) -> Vec<SyntheticLevel> {
+    let mut levels = Vec::new();
+    let mut objects: u64 = 1;
+    let mut position = 0;
+    let bytes = description.as_bytes();
+    while position < bytes.len() {
+        if bytes[position] == b' ' {
+            position += 1;
+            continue;
+        }
+        let start = position;
+        while position < bytes.len() && bytes[position] != b' ' && bytes[position] != b'(' {
+            position += 1;
+        }
+        let text = description[start..position].to_owned();
+        if !text.is_empty() {
+            let arity = text.rsplit(':').next().unwrap_or_default();
+            objects = objects.saturating_mul(arity.parse().unwrap_or(1));
+        }
+        let mut level = SyntheticLevel {
+            text,
+            objects,
+            indexes: None,
+            attribute: None,
+        };
+        if position < bytes.len() && bytes[position] == b'(' {
+            let open = position + 1;
+            let close = description[open..]
+                .find(')')
+                .map_or(description.len(), |offset| open + offset);
+            let mut offset = open;
+            for attribute in description[open..close].split(' ') {
+                if let Some(value) = attribute.strip_prefix("indexes=") {
+                    level.indexes = Some(value.to_owned());
+                    level.attribute = Some(offset..offset + attribute.len());
+                }
+                offset += attribute.len() + 1;
+            }
+            position = (close + 1).min(description.len());
+        }
+        levels.push(level);
+    }
+    levels
+}
+
+/// Checks an explicit `indexes=` list (digits and commas only) for a level of `objects` objects.
+fn check_index_list(list: &str, objects: u64) -> Result<(), String> {
+    if list.is_empty() {
+        return Err(format!("no numbers for {objects} object(s)"));
+    }
+    let entries: Vec<&str> = list.split(',').collect();
+    if entries.len() as u64 != objects {
+        return Err(format!(
+            "{} number(s) for {objects} object(s); give one per object of the level in the whole \
+             machine",
+            entries.len()
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (position, entry) in entries.iter().enumerate() {
+        let index: u32 = entry
+            .parse()
+            .ok()
+            .filter(|&index| index <= MAX_SYNTHETIC_OS_INDEX)
+            .ok_or_else(|| match entry.is_empty() {
+                true => format!("number {} is empty", position + 1),
+                false => format!("{entry} is above {MAX_SYNTHETIC_OS_INDEX}"),
+            })?;
+        if !seen.insert(index) {
+            return Err(format!("{index} is given twice"));
+        }
+    }
+    Ok(())
+}
+
+/// Every object's OS index, in hwloc's order: what an `indexes=` attribute changes.
+fn os_indexes(hw: &hwlocality::Topology) -> Vec<Option<usize>> {
+    hw.objects().map(TopologyObject::os_index).collect()
+}
+
 /// The PUs a synthetic description asks for: the product of the arities of its levels
 /// (`type:N`, attributes in parentheses ignored), saturating. A level whose arity does not parse
 /// counts as 1 and is left for hwloc to reject.
@@ -723,6 +888,57 @@ mod tests {
         let t = Topology::synthetic("core:2 pu:2(indexes=0,2,1,3)").unwrap();
         let os: Vec<usize> = t.pus().iter().map(|pu| pu.os_index).collect();
         assert_eq!(os, vec![0, 2, 1, 3]);
+    }
+
+    #[test]
+    fn malformed_synthetic_indexes_are_typed_errors_naming_the_problem() {
+        for (bad, problem) in [
+            ("core:2 pu:2(indexes=0,1,2)", "3 number(s) for 4 object(s)"),
+            (
+                "core:2 pu:2(indexes=0,1,2,3,4)",
+                "5 number(s) for 4 object(s)",
+            ),
+            (
+                "core:2 pu:2(indexes=0,1,2,3,)",
+                "5 number(s) for 4 object(s)",
+            ),
+            ("core:2 pu:2(indexes=)", "no numbers"),
+            ("core:2 pu:2(indexes=0,1,,3)", "number 3 is empty"),
+            ("core:2 pu:2(indexes=0,0,1,1)", "0 is given twice"),
+            ("core:2(indexes=5,5) pu:2", "5 is given twice"),
+            (
+                "core:2 pu:2(indexes=99999999999,1,2,3)",
+                "99999999999 is above 65535",
+            ),
+            ("core:2 pu:2(indexes=a,b,c,d)", "changes no object's number"),
+            (
+                "core:2 pu:2(indexes=-1,1,2,3)",
+                "changes no object's number",
+            ),
+            ("core:2 pu:2(indexes=foo:bar)", "changes no object's number"),
+            ("core:2 pu:2(indexes=pu:core)", "changes no object's number"),
+            ("numa:2(memory=1GB indexes=0,0) pu:2", "0 is given twice"),
+        ] {
+            match Topology::synthetic(bad) {
+                Err(error @ TopologyError::SyntheticIndexes { .. }) => {
+                    let message = error.to_string();
+                    assert!(message.contains(problem), "{bad:?}: {message}");
+                }
+                other => panic!("{bad:?} should be rejected: {other:?}"),
+            }
+        }
+        // Well-formed ones still work: a list, an interleaving by level names and by loops,
+        // and a list beside another attribute.
+        for (good, pus) in [
+            ("core:2 pu:2(indexes=0,2,1,3)", vec![0, 2, 1, 3]),
+            ("pack:2 core:2 pu:1(indexes=pack:core)", vec![0, 2, 1, 3]),
+            ("core:2 pu:2(indexes=2*2:1*2)", vec![0, 2, 1, 3]),
+            ("numa:2(memory=1GB indexes=1,0) pu:2", vec![0, 1, 2, 3]),
+        ] {
+            let t = Topology::synthetic(good).unwrap_or_else(|e| panic!("{good:?}: {e}"));
+            let os: Vec<usize> = t.pus().iter().map(|pu| pu.os_index).collect();
+            assert_eq!(os, pus, "{good:?}");
+        }
     }
 
     #[test]
