@@ -29,6 +29,30 @@ use crate::tasks::{Pid, all_processes, descendants, threads_of};
 /// event).
 pub const MAX_PROFILED_THREADS: usize = 256;
 
+/// Descriptors left free while per-thread counters are opened: scanning `/proc` for new threads
+/// needs a few, and once none were left the scans failed and later threads went unseen.
+const SPARE_DESCRIPTORS: u64 = 16;
+
+/// This process's soft limit on open descriptors (`u64::MAX` when unlimited or unknown).
+fn descriptor_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: getrlimit writes into a valid rlimit we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0
+        || limit.rlim_cur == libc::RLIM_INFINITY
+    {
+        return u64::MAX;
+    }
+    limit.rlim_cur
+}
+
+/// Descriptors this process has open now (one more while counting them).
+fn open_descriptors() -> u64 {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |entries| entries.count() as u64)
+}
+
 /// Identity of one profiled thread of a command.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CommandThread {
@@ -56,8 +80,10 @@ pub struct CommandProfile {
     /// Which thread each entry of `per_thread` is.
     #[serde(default)]
     pub thread_ids: Vec<CommandThread>,
-    /// Threads seen after [`MAX_PROFILED_THREADS`] had their counters: they are in the totals
-    /// (`profile`) but have no entry in `per_thread`.
+    /// Threads seen after [`MAX_PROFILED_THREADS`] had their counters, when more counters would
+    /// have left too few file descriptors (each thread costs one per event), or whose counters
+    /// the OS refused while they ran: they are in the totals (`profile`) but have no entry in
+    /// `per_thread`.
     #[serde(default)]
     pub threads_not_listed: usize,
     /// Seconds from start to exit.
@@ -104,8 +130,9 @@ impl CommandProfile {
     pub fn threads_not_listed_note(&self) -> Option<String> {
         (self.threads_not_listed > 0).then(|| {
             format!(
-                "per-thread counters stop at {MAX_PROFILED_THREADS} threads: {} more thread(s) \
-                 of this command are not listed per thread (the totals include them)",
+                "{} more thread(s) of this command are not listed per thread: per-thread \
+                 counters stop at {MAX_PROFILED_THREADS} threads or when they would leave too \
+                 few file descriptors (ulimit -n); the totals include them",
                 self.threads_not_listed
             )
         })
@@ -238,6 +265,16 @@ fn profile_command_listing(
     let root = child.id() as Pid;
     let mut watched: Vec<(CommandThread, ThreadCounters)> = Vec::new();
     let mut not_listed: Vec<Pid> = Vec::new();
+    // Each thread's counters take one descriptor per available event; they stay open until the
+    // command exits. Open them only while enough stay free for the scans.
+    let per_thread = request
+        .events
+        .iter()
+        .filter(|event| available.contains(event))
+        .count() as u64;
+    let descriptors_left = descriptor_limit()
+        .saturating_sub(open_descriptors())
+        .saturating_sub(SPARE_DESCRIPTORS);
     let mut interval = Duration::from_millis(2);
     let status = loop {
         let processes = all_processes();
@@ -247,21 +284,27 @@ fn profile_command_listing(
                 if watched.iter().any(|(id, _)| id.tid == tid) || not_listed.contains(&tid) {
                     continue;
                 }
-                if watched.len() >= max_listed {
+                let needed = (watched.len() as u64 + 1).saturating_mul(per_thread);
+                if watched.len() >= max_listed || needed > descriptors_left {
                     not_listed.push(tid);
                     continue;
                 }
-                // A thread that exited before its counters opened is simply not listed.
-                if let Ok(counters) =
-                    ThreadCounters::open_on_thread(&request.events, &available, tid)
-                {
-                    let id = CommandThread {
-                        pid,
-                        tid,
-                        first_seen_s: started.elapsed().as_secs_f64(),
-                    };
-                    watched.push((id, counters));
-                    found_new = true;
+                match ThreadCounters::open_on_thread(&request.events, &available, tid) {
+                    Ok(counters) => {
+                        let id = CommandThread {
+                            pid,
+                            tid,
+                            first_seen_s: started.elapsed().as_secs_f64(),
+                        };
+                        watched.push((id, counters));
+                        found_new = true;
+                    }
+                    // Refused while it still runs: say so. A thread that exited before its
+                    // counters opened is simply not listed.
+                    Err(_) if Path::new(&format!("/proc/{pid}/task/{tid}")).exists() => {
+                        not_listed.push(tid);
+                    }
+                    Err(_) => {}
                 }
             }
         }
