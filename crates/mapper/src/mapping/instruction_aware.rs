@@ -345,34 +345,30 @@ mod tests {
         let t = restricted_xml(&[0, 2, 4, 5, 6, 7], "hybrid-small-first");
         let sizes: Vec<usize> = t.cores().iter().map(|core| core.pus.len()).collect();
         assert_eq!(sizes, vec![1, 1, 2, 2]);
-        // fp counts 40 10 80 60 20 70: sorted 2 5 3 0 4 1. Core 0 takes the maximum alone, core 1
-        // the next; core 2 then pairs the next with the minimum, core 3 the middle two.
+        // Sorted 2 5 3 0 4 1 (see six_fp_threads): core 0 takes the maximum alone, core 1 the
+        // next; core 2 then pairs the next with the minimum, core 3 the middle two.
+        assert_eq!(six_fp_threads_by_algorithm1(&t).1, vec![3, 2, 0, 2, 3, 1]);
+    }
+
+    /// The PU and the core of each of six threads with fp counts 40 10 80 60 20 70 (sorted:
+    /// threads 2 5 3 0 4 1) under the published Algorithm 1 by fp.
+    fn six_fp_threads_by_algorithm1(t: &Topology) -> (Vec<usize>, Vec<usize>) {
         let fp =
             |count: f64| InstructionMix::new([(InstrClass::Fp, count), (InstrClass::Int, 1.0)]);
         let mixes: Vec<InstructionMix> = [40.0, 10.0, 80.0, 60.0, 20.0, 70.0].map(fp).to_vec();
-        let pus = map_algorithm1(&t, &mixes, Some(InstrClass::Fp), 1);
-        let core_of = |thread: usize| t.pus()[pus[thread]].core;
-        assert_eq!(
-            (0..6).map(core_of).collect::<Vec<_>>(),
-            vec![3, 2, 0, 2, 3, 1]
-        );
+        let pus = map_algorithm1(t, &mixes, Some(InstrClass::Fp), 1);
+        let cores = pus.iter().map(|&pu| t.pus()[pu].core).collect();
+        (pus, cores)
     }
 
     #[test]
     fn published_algorithm1_fills_cores_in_order_with_max_and_min() {
         let t = Topology::synthetic("core:4 pu:2").unwrap();
-        let fp =
-            |count: f64| InstructionMix::new([(InstrClass::Fp, count), (InstrClass::Int, 1.0)]);
-        // fp counts 40 10 80 60 20 70: sorted 2 5 3 0 4 1 → core 0 {2, 1}, core 1 {5, 4}, core 2 {3, 0}.
-        let mixes: Vec<InstructionMix> = [40.0, 10.0, 80.0, 60.0, 20.0, 70.0].map(fp).to_vec();
-        let pus = map_algorithm1(&t, &mixes, Some(InstrClass::Fp), 1);
-        let core_of = |thread: usize| t.pus()[pus[thread]].core;
-        assert_eq!(
-            (0..6).map(core_of).collect::<Vec<_>>(),
-            vec![2, 0, 0, 2, 1, 1]
-        );
+        // Sorted 2 5 3 0 4 1 → core 0 {2, 1}, core 1 {5, 4}, core 2 {3, 0}.
+        let (pus, cores) = six_fp_threads_by_algorithm1(&t);
+        assert_eq!(cores, vec![2, 0, 0, 2, 1, 1]);
         // The fourth core stays empty (the refined mapping would spread instead).
-        assert!((0..6).all(|thread| core_of(thread) != 3));
+        assert!(cores.iter().all(|&core| core != 3));
         let mut used = pus.clone();
         used.sort_unstable();
         used.dedup();
