@@ -299,9 +299,12 @@ fn profile_command_listing(
                         watched.push((id, counters));
                         found_new = true;
                     }
-                    // Refused while it still runs: say so. A thread that exited before its
-                    // counters opened is simply not listed.
-                    Err(_) if Path::new(&format!("/proc/{pid}/task/{tid}")).exists() => {
+                    // Out of descriptors after all (another part of the program took some): say
+                    // so. Any other failure means the thread exited (ESRCH; a zombie thread is
+                    // still listed in /proc), and it is simply not listed.
+                    Err(ProfileError::Os { source, .. })
+                        if matches!(source.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) =>
+                    {
                         not_listed.push(tid);
                     }
                     Err(_) => {}
