@@ -273,7 +273,7 @@ pub const UNSTABLE_MIN_SPREAD: f64 = 0.05;
 /// let shifted: Vec<f64> = steady.iter().map(|x| x * 1.5).collect();
 /// let spread = RoundSpread::from_rounds(&[&steady, &shifted]).unwrap();
 /// assert!(spread.unstable);
-/// assert!((spread.spread - 0.5).abs() < 1e-12); // rounds differ by 50 %
+/// assert!((spread.spread.unwrap() - 0.5).abs() < 1e-12); // rounds differ by 50 %
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RoundSpread {
@@ -292,8 +292,12 @@ pub struct RoundSpread {
     pub min: f64,
     /// Largest round median.
     pub max: f64,
-    /// `(max − min) / min`: how far the rounds differ, as a fraction.
-    pub spread: f64,
+    /// `(max − min) / min`: how far the rounds differ, as a fraction; `None` when the smallest
+    /// round median is 0 s, since no fraction of 0 says how far the others are from it (it used
+    /// to read 0, "the rounds agree", for rounds of 0 s and 1 ms). `null` in JSON, an empty
+    /// field in CSV.
+    #[serde(default)]
+    pub spread: Option<f64>,
     /// Lower end of the 95 % Student-t interval of the round medians' geometric mean (R − 1
     /// degrees of freedom), computed on the log scale and exponentiated (times are positive and
     /// vary by factors, so the interval is geometric and never negative); `None` with fewer than
@@ -303,7 +307,8 @@ pub struct RoundSpread {
     /// Upper end of that interval.
     pub ci95_high: Option<f64>,
     /// Two rounds' 95 % intervals of the median do not overlap, and `spread` is at least
-    /// [`UNSTABLE_MIN_SPREAD`].
+    /// [`UNSTABLE_MIN_SPREAD`] or undefined (a round median of 0 s beside a larger one: disjoint
+    /// intervals then differ by more than any fraction).
     pub unstable: bool,
 }
 
@@ -335,18 +340,15 @@ impl RoundSpread {
             .iter()
             .filter_map(|s| s.median_ci95_high)
             .fold(f64::INFINITY, f64::min);
-        let spread = if whole.min > 0.0 {
-            (whole.max - whole.min) / whole.min
-        } else {
-            0.0
-        };
+        let spread = (whole.min > 0.0).then(|| (whole.max - whole.min) / whole.min);
         Some(RoundSpread {
             min: whole.min,
             max: whole.max,
             spread,
             ci95_low,
             ci95_high,
-            unstable: highest_low > lowest_high && spread >= UNSTABLE_MIN_SPREAD,
+            unstable: highest_low > lowest_high
+                && spread.is_none_or(|spread| spread >= UNSTABLE_MIN_SPREAD),
             median_ci95: summaries
                 .iter()
                 .map(|s| s.median_ci95_low.zip(s.median_ci95_high))
@@ -617,7 +619,7 @@ mod tests {
         let spread = RoundSpread::from_rounds(&[&a, &b, &c]).unwrap();
         assert_eq!(spread.medians, [104.5, 105.5, 106.5]);
         assert_eq!((spread.min, spread.max), (104.5, 106.5));
-        assert!(close(spread.spread, 2.0 / 104.5));
+        assert!(close(spread.spread.unwrap(), 2.0 / 104.5));
         // Medians 1, e, e² (rounds of identical samples): logs 0, 1, 2, mean 1, SD 1, SE 1/√3,
         // t(0.975, 2) = 4.3027, so the interval is e^(1 ± 4.3027/√3).
         let e = std::f64::consts::E;
@@ -645,10 +647,26 @@ mod tests {
         // Disjoint but only 1 % apart (almost no noise within a round): not worth a warning.
         let tight = |m: f64| -> Vec<f64> { (0..10).map(|i| m + 1e-4 * f64::from(i)).collect() };
         let near = RoundSpread::from_rounds(&[&tight(100.0), &tight(101.0)]).unwrap();
-        assert!(!near.unstable && near.spread < UNSTABLE_MIN_SPREAD);
+        assert!(!near.unstable && near.spread.unwrap() < UNSTABLE_MIN_SPREAD);
         assert!(RoundSpread::from_rounds(&[&a, &[]]).is_none());
         let one = RoundSpread::from_rounds(&[&a]).unwrap();
         assert_eq!((one.ci95_low, one.unstable), (None, false));
+    }
+
+    #[test]
+    fn round_spread_from_a_zero_round_median_is_undefined_not_zero() {
+        let zero = [0.0; 10];
+        let slow: Vec<f64> = (0..10).map(|i| 1e-3 + 1e-6 * f64::from(i)).collect();
+        let spread = RoundSpread::from_rounds(&[&zero, &slow]).unwrap();
+        assert_eq!(spread.min, 0.0);
+        assert_eq!(spread.spread, None, "{spread:?}");
+        // Intervals [0, 0] and [1.001 ms, 1.008 ms] are disjoint, far more than 5 % apart.
+        assert!(spread.unstable, "{spread:?}");
+        // Rounds of 0 s only still have no fraction to report.
+        assert_eq!(
+            RoundSpread::from_rounds(&[&zero, &zero]).unwrap().spread,
+            None
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::results::{Cell, Report};
 /// The columns are the report's label names, then `runs`, the statistics (`*_s` in seconds, `cv`
 /// as a fraction), the distribution-free CI of the median, the Tukey outlier counts, the round
 /// spread (`rounds`, `round_medians_s` space-separated, min/max, the Student-t CI of the round
-/// medians, `round_spread` as a fraction, `unstable`), `speedup` with its per-round
+/// medians, `round_spread` as a fraction — empty when the lowest round median is 0 s —, `unstable`), `speedup` with its per-round
 /// `speedup_min`/`speedup_max`, `efficiency`, `ci_is_rough`, `metrics` (median per metric),
 /// `error`, and `samples_s`: every raw sample separated by spaces.
 ///
@@ -145,7 +145,7 @@ fn cell_fields(label_names: &[String], cell: &Cell) -> Vec<String> {
             r.map(|r| r.max),
             r.and_then(|r| r.ci95_low),
             r.and_then(|r| r.ci95_high),
-            r.map(|r| r.spread),
+            r.and_then(|r| r.spread),
         ]
         .map(number),
     );

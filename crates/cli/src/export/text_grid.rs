@@ -207,10 +207,13 @@ fn unstable_note(label_names: &[String], cell: &Cell, spread: &RoundSpread) -> S
         ),
         _ => String::new(),
     };
+    let differ = spread.spread.map_or_else(
+        || "by more than any fraction of the lowest, 0 s".to_owned(),
+        |spread| format!("by {:.0} %", spread * 100.0),
+    );
     format!(
-        "{UNSTABLE_MARK} unstable: {}: rounds differ by {:.0} % (round medians {}{interval})",
+        "{UNSTABLE_MARK} unstable: {}: rounds differ {differ} (round medians {}{interval})",
         name.join(" / "),
-        spread.spread * 100.0,
         medians.join(", ")
     )
 }
@@ -383,6 +386,12 @@ mod tests {
         assert!(
             three.contains("; 95 % CI of their geometric mean 610 ns–3.44 µs)"),
             "{three}"
+        );
+        // A round of 0 s beside one of 1 µs: no percentage, and not "0 %".
+        let zero = note(&[&[0.0; 10], &fast]);
+        assert!(
+            zero.contains("rounds differ by more than any fraction of the lowest, 0 s (round"),
+            "{zero}"
         );
     }
 }
