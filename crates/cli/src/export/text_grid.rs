@@ -94,16 +94,23 @@ impl TextGrid {
                  the normal approximation is rough."
             ));
         }
-        let round_count = report
+        // A sweep stopped in a round leaves some cells with fewer rounds than others: the
+        // footnote then says how many each has, not the most any has.
+        let round_counts = report
             .cells
             .iter()
-            .filter_map(|c| c.rounds.as_ref().map(|r| r.medians.len()))
-            .max();
-        if let Some(rounds) = round_count {
+            .filter_map(|c| c.rounds.as_ref().map(|r| r.medians.len()));
+        let fewest = round_counts.clone().min();
+        if let Some((fewest, most)) = fewest.zip(round_counts.max()) {
+            let medians = if fewest == most {
+                format!("the {most} per-round medians")
+            } else {
+                format!("each cell's per-round medians ({fewest} to {most} rounds)")
+            };
             footnotes.push(format!(
-                "rounds = min–max of the {rounds} per-round medians (each round a separate \
-                 process, cells shuffled); speedup = median of per-round paired ratios (min–max); \
-                 outl = Tukey outliers mild/severe, counted, not removed."
+                "rounds = min–max of {medians} (each round a separate process, cells \
+                 shuffled); speedup = median of per-round paired ratios (min–max); outl = Tukey \
+                 outliers mild/severe, counted, not removed."
             ));
         }
         for cell in &report.cells {
@@ -363,6 +370,18 @@ mod tests {
             grid.footnotes
                 .iter()
                 .any(|n| n.starts_with("rounds = min–max of the 2"))
+        );
+        // A cell of 3 rounds beside one of 2 (a sweep stopped in its third round): the
+        // footnote gives both counts, not "the 3 per-round medians".
+        report.cells[1].rounds = RoundSpread::from_rounds(&[&steady, &slow, &steady]);
+        let grid = TextGrid::from_report(&report);
+        let legend = grid.footnotes.iter().find(|n| n.starts_with("rounds = "));
+        assert!(
+            legend.is_some_and(|n| n.starts_with(
+                "rounds = min–max of each cell's per-round medians (2 to 3 rounds) (each round"
+            )),
+            "{:?}",
+            grid.footnotes
         );
     }
 
