@@ -23,7 +23,7 @@ use crate::commands::{read_reports, write_stdout};
 use crate::error::CliError;
 use crate::export::text_grid::{format_ratio, format_seconds};
 use crate::results::{Cell, Report};
-use crate::stats::{bootstrap_ratio_ci, median};
+use crate::stats::{RatioCiError, bootstrap_ratio_ci, median};
 
 /// Bootstrap resamples per compared cell.
 pub const RESAMPLES: usize = 2000;
@@ -136,8 +136,11 @@ pub struct Comparison {
     pub verdict: Verdict,
 }
 
-/// Compares the samples of a cell in another file with the baseline's; `None` when either has
-/// no usable samples (a failed cell).
+/// Compares the samples of a cell in another file with the baseline's.
+///
+/// # Errors
+/// [`RatioCiError`] when there is no interval: a side without usable samples, a baseline
+/// median of 0 s, or baseline samples of 0 s that give resamples a median of 0 s.
 ///
 /// ```
 /// use parbench_cli::compare::{compare_samples, Verdict};
@@ -147,9 +150,13 @@ pub struct Comparison {
 /// assert_eq!(c.verdict, Verdict::Slower);
 /// assert!((c.ratio - 2.0).abs() < 1e-12);
 /// ```
-pub fn compare_samples(baseline: &[f64], other: &[f64], threshold: f64) -> Option<Comparison> {
+pub fn compare_samples(
+    baseline: &[f64],
+    other: &[f64],
+    threshold: f64,
+) -> Result<Comparison, RatioCiError> {
     let (ratio, low, high) = bootstrap_ratio_ci(baseline, other, RESAMPLES, BOOTSTRAP_SEED)?;
-    Some(Comparison {
+    Ok(Comparison {
         ratio,
         low,
         high,
@@ -287,9 +294,12 @@ pub fn render(reports: &[Report], names: &[String], threshold: f64) -> String {
                 continue;
             };
             row.push(median_text(other));
-            let samples = usable(cell).zip(usable(other));
-            match samples.and_then(|(a, b)| compare_samples(a, b, threshold)) {
-                Some(c) => {
+            let Some((a, b)) = usable(cell).zip(usable(other)) else {
+                row.extend(["-", "-", "not measured (error)"].map(str::to_owned));
+                continue;
+            };
+            match compare_samples(a, b, threshold) {
+                Ok(c) => {
                     counts[c.verdict as usize] += 1;
                     row.extend([
                         format!("{}x", format_ratio(c.ratio)),
@@ -297,11 +307,21 @@ pub fn render(reports: &[Report], names: &[String], threshold: f64) -> String {
                         c.verdict.text().to_owned(),
                     ]);
                 }
-                // Both measured: the baseline's median is 0 s (no time to divide by).
-                None if samples.is_some() => {
+                Err(RatioCiError::ZeroResampledMedian {
+                    ratio,
+                    zero,
+                    resamples,
+                }) => row.extend([
+                    format!("{}x", format_ratio(ratio)),
+                    "-".to_owned(),
+                    format!("no CI ({zero} of {resamples} resamples of A have a median of 0)"),
+                ]),
+                Err(RatioCiError::ZeroBaselineMedian) => {
                     row.extend(["-", "-", "no ratio (A's median is 0)"].map(str::to_owned));
                 }
-                None => row.extend(["-", "-", "not measured (error)"].map(str::to_owned)),
+                Err(RatioCiError::NoSamples) => {
+                    row.extend(["-", "-", "not measured (error)"].map(str::to_owned));
+                }
             }
         }
         rows.push(row);

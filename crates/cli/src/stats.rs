@@ -403,29 +403,63 @@ impl SplitMix64 {
     }
 }
 
+/// Why [`bootstrap_ratio_ci`] has no interval.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum RatioCiError {
+    /// One side has no samples, or a sample that is not finite.
+    #[error("no usable samples")]
+    NoSamples,
+    /// The baseline's median is 0 s: there is no ratio to bracket.
+    #[error("the baseline's median is 0 s")]
+    ZeroBaselineMedian,
+    /// The baseline has a median above 0 s, but so many samples of 0 s that some resamples
+    /// have a median of 0 s, whose ratio is infinite or undefined. Leaving those resamples out
+    /// would narrow the interval towards the ratios of the resamples with fewer zeros, so the
+    /// ratio stands without an interval.
+    #[error(
+        "{zero} of {resamples} bootstrap resamples of the baseline have a median of 0 s, so \
+         their ratio is undefined"
+    )]
+    ZeroResampledMedian {
+        /// The ratio of the medians themselves, which is defined.
+        ratio: f64,
+        /// How many resamples of the baseline had a median of 0 s.
+        zero: usize,
+        /// How many resamples were drawn.
+        resamples: usize,
+    },
+}
+
 /// The ratio `median(b) / median(a)` with a 95 % percentile-bootstrap confidence interval:
 /// `resamples` times, both sample sets are resampled with replacement and the ratio of the
 /// resampled medians recorded; the interval is the 2.5th–97.5th percentile of those ratios.
 ///
-/// Returns `(ratio, low, high)`; `None` when either side has no finite samples or a zero median.
+/// Returns `(ratio, low, high)`.
 ///
 /// ```
-/// use parbench_cli::stats::bootstrap_ratio_ci;
+/// use parbench_cli::stats::{bootstrap_ratio_ci, RatioCiError};
 /// let a: Vec<f64> = (0..20).map(|i| 1.0 + 0.01 * f64::from(i)).collect();
 /// let b: Vec<f64> = a.iter().map(|x| 2.0 * x).collect();
 /// let (ratio, low, high) = bootstrap_ratio_ci(&a, &b, 1000, 1).unwrap();
 /// assert!((ratio - 2.0).abs() < 1e-12 && low <= 2.0 && high >= 2.0);
+/// assert_eq!(bootstrap_ratio_ci(&[0.0], &b, 1000, 1), Err(RatioCiError::ZeroBaselineMedian));
 /// ```
+///
+/// # Errors
+/// [`RatioCiError`]: a side without (finite) samples, a baseline median of 0 s, or a baseline
+/// whose resamples can have a median of 0 s (samples of 0 s: every ratio is finite otherwise,
+/// since times are finite and non-negative).
 pub fn bootstrap_ratio_ci(
     a: &[f64],
     b: &[f64],
     resamples: usize,
     seed: u64,
-) -> Option<(f64, f64, f64)> {
-    let (median_a, median_b) = (median(a)?, median(b)?);
+) -> Result<(f64, f64, f64), RatioCiError> {
+    let (median_a, median_b) = median(a).zip(median(b)).ok_or(RatioCiError::NoSamples)?;
     if median_a == 0.0 {
-        return None;
+        return Err(RatioCiError::ZeroBaselineMedian);
     }
+    let ratio = median_b / median_a;
     let mut rng = SplitMix64::new(seed);
     let mut resample = |values: &[f64], buffer: &mut Vec<f64>| {
         buffer.clear();
@@ -434,16 +468,21 @@ pub fn bootstrap_ratio_ci(
         percentile_sorted(buffer, 50.0)
     };
     let (mut buffer_a, mut buffer_b) = (Vec::new(), Vec::new());
-    let mut ratios: Vec<f64> = (0..resamples.max(1))
+    let resamples = resamples.max(1);
+    let mut ratios: Vec<f64> = (0..resamples)
         .map(|_| resample(b, &mut buffer_b) / resample(a, &mut buffer_a))
-        .filter(|r| r.is_finite())
         .collect();
-    ratios.sort_by(f64::total_cmp);
-    if ratios.is_empty() {
-        return None;
+    let zero = ratios.iter().filter(|r| !r.is_finite()).count();
+    if zero > 0 {
+        return Err(RatioCiError::ZeroResampledMedian {
+            ratio,
+            zero,
+            resamples,
+        });
     }
-    Some((
-        median_b / median_a,
+    ratios.sort_by(f64::total_cmp);
+    Ok((
+        ratio,
         percentile_sorted(&ratios, 2.5),
         percentile_sorted(&ratios, 97.5),
     ))
@@ -688,12 +727,36 @@ mod tests {
         let first = bootstrap_ratio_ci(&a, &b, 2000, 42).unwrap();
         assert!(close(first.0, 2.0));
         assert!(first.1 <= 2.0 && first.2 >= 2.0 && first.1 > 1.7 && first.2 < 2.3);
-        assert_eq!(bootstrap_ratio_ci(&a, &b, 2000, 42), Some(first));
+        assert_eq!(bootstrap_ratio_ci(&a, &b, 2000, 42), Ok(first));
         // Identical sets: the interval contains 1.
         let same = bootstrap_ratio_ci(&a, &a, 2000, 1).unwrap();
         assert!(same.1 <= 1.0 && same.2 >= 1.0);
-        assert!(bootstrap_ratio_ci(&[], &a, 10, 1).is_none());
-        assert!(bootstrap_ratio_ci(&[0.0], &a, 10, 1).is_none());
+        assert_eq!(
+            bootstrap_ratio_ci(&[], &a, 10, 1),
+            Err(RatioCiError::NoSamples)
+        );
+        assert_eq!(
+            bootstrap_ratio_ci(&[0.0], &a, 10, 1),
+            Err(RatioCiError::ZeroBaselineMedian)
+        );
+    }
+
+    #[test]
+    fn bootstrap_resamples_with_a_zero_median_are_an_error_not_dropped() {
+        // Median 1 s, but 4 of 9 samples are 0 s: a resample draws 5 or more zeros often.
+        let a = [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+        let b = [2.0; 9];
+        match bootstrap_ratio_ci(&a, &b, 2000, 7) {
+            Err(RatioCiError::ZeroResampledMedian {
+                ratio,
+                zero,
+                resamples,
+            }) => {
+                assert_eq!((ratio, resamples), (2.0, 2000));
+                assert!(zero > 100 && zero < 2000, "{zero}");
+            }
+            other => panic!("expected ZeroResampledMedian, got {other:?}"),
+        }
     }
 
     #[test]
