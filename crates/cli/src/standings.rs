@@ -26,7 +26,9 @@
 //!   other by the same measure.
 //!
 //! A report is used for a kernel only if it has a measured cell for S and for every other at that
-//! thread count. A footer counts the kernels within `--within` of the fastest other and those where
+//! thread count, without error and with a median above 0 s (a time of 0 s has no ratio). Every
+//! figure of the kernel's row, S / seq at one thread included, is over the reports used, which
+//! its `reports` column counts; the footer names the kernels that left reports out. A footer counts the kernels within `--within` of the fastest other and those where
 //! S was fastest (median of S / fastest other below 1).
 //!
 //! `--format csv` and `--format json` print the same figures as data, at full precision, one row
@@ -268,7 +270,7 @@ pub struct Standing {
     pub fewest_wins: (String, usize),
     /// The other with the lowest median time, and the ranked scheduler's median over it.
     pub medians: (String, f64),
-    /// Per report, the ranked scheduler's time at one thread over `seq`'s.
+    /// Per report used, the ranked scheduler's time at one thread over `seq`'s.
     pub one_thread: Option<Spread>,
     /// The other with the lowest median of its own time over the fastest of the rest (the
     /// ranked scheduler included), and that median: what `versus_fastest` is for the best of
@@ -361,8 +363,10 @@ fn standing(
             .get(&(kernel.to_owned(), scheduler.to_owned(), threads))
             .copied()
     };
-    // Per usable report: the subject's time and each other's, in `versus` order.
-    let rows: Vec<(f64, Vec<f64>)> = times
+    // The usable reports, and per usable report the subject's time and each other's, in
+    // `versus` order. Every figure of the row is over these reports alone, so that its
+    // `reports` column counts the reports behind each of them.
+    let (used, rows): (Vec<&Times>, Vec<(f64, Vec<f64>)>) = times
         .iter()
         .filter_map(|report| {
             let own = time(report, subject, threads)?;
@@ -370,9 +374,9 @@ fn standing(
                 .iter()
                 .map(|other| time(report, other, threads))
                 .collect::<Option<Vec<f64>>>()?;
-            Some((own, others))
+            Some((report, (own, others)))
         })
-        .collect();
+        .unzip();
     if rows.is_empty() || versus.is_empty() {
         return None;
     }
@@ -434,7 +438,7 @@ fn standing(
         })
         .collect();
     let best_other = fastest_index(&others_own);
-    let one_thread: Vec<f64> = times
+    let one_thread: Vec<f64> = used
         .iter()
         .filter_map(|report| Some(time(report, subject, 1)? / time(report, "seq", 1)?))
         .collect();
@@ -690,6 +694,20 @@ fn render(
             ahead.join(", ")
         }
     );
+    // A report without a usable cell counts in the header but not in the row: say where.
+    let left_out: Vec<String> = table
+        .iter()
+        .filter(|row| row.reports < files)
+        .map(|row| format!("{} ({} of {files})", row.kernel, files - row.reports))
+        .collect();
+    if !left_out.is_empty() {
+        let _ = writeln!(
+            out,
+            "reports left out (a cell of {s} or of another at {threads} threads missing, failed \
+             or of 0 s): {}",
+            left_out.join(", ")
+        );
+    }
     let slowest_alone = table
         .iter()
         .filter_map(|row| Some((row.one_thread?.median, row.kernel.as_str())))
@@ -873,8 +891,55 @@ mod tests {
             json["one_thread"].is_null() && json["medians"] == 0.5,
             "{json}"
         );
+        // The footer says which kernel left reports out, and how many.
+        let text = render(
+            &table,
+            "tree",
+            &names(&["guided"]),
+            2,
+            &reports,
+            &args(StandingsFormat::Text),
+        );
+        assert!(
+            text.contains(
+                "reports left out (a cell of tree or of another at 2 threads missing, failed or \
+                 of 0 s): k (2 of 3)\n"
+            ),
+            "{text}"
+        );
         // No kernel has every scheduler at 4 threads: no rows.
         assert!(standings(&reports, "tree", &names(&["guided"]), 4).is_empty());
+    }
+
+    #[test]
+    fn a_report_with_a_zero_time_is_left_out_of_every_figure_its_reports_column_counts() {
+        let process = |tree: f64, one: f64| {
+            report(
+                "k",
+                &[
+                    ("tree", "2", tree),
+                    ("guided", "2", 1.0),
+                    ("tree", "1", one),
+                    ("seq", "1", 1.0),
+                ],
+            )
+        };
+        // The second report's tree cell at 2 threads took 0 s: it is left out of the row, and
+        // so is its one-thread ratio of 4.
+        let reports = [process(0.5, 1.0), process(0.0, 4.0), process(1.5, 2.0)];
+        let table = standings(&reports, "tree", &names(&["guided"]), 2);
+        let row = &table[0];
+        assert_eq!(row.reports, 2);
+        assert_eq!(row.versus_fastest.median, 1.0);
+        assert_eq!(
+            row.one_thread,
+            Some(Spread {
+                median: 1.5,
+                min: 1.0,
+                max: 2.0
+            }),
+            "{row:?}"
+        );
     }
 
     #[test]
