@@ -267,6 +267,11 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
     // An unwritable path fails now, not after minutes of measuring; nothing is written to it
     // before the first round's results.
     let (mut output, stdout_format) = OutputFile::from_args(args.output.as_deref(), args.format)?;
+    if let Some(output) = &output {
+        // Every round's process reads them again after the file was rewritten.
+        let params = args.params.pairs().map_err(CliError::Usage)?;
+        output.file.refuse_kernel_inputs(&params)?;
+    }
     let seed = args.seed.unwrap_or_else(clock_seed);
     let orders = round_orders(plan.cell_count(), args.rounds, seed);
     let mut report = Report::new("sweep", &LABELS);
@@ -664,6 +669,7 @@ fn plot(args: &PlotArgs) -> Result<(), CliError> {
     // Before the report is read: an unwritable path fails first, and a refused report leaves an
     // earlier figure as it was.
     let file = ResultsFile::open(&args.output, "figure", format.name())?;
+    file.refuse_same_file(&args.results, "the results file plot reads")?;
     let report = read_report(&args.results)?;
     let bytes = match format {
         FigureFormat::Svg => render_svg(&report)?.into_bytes(),

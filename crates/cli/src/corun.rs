@@ -273,6 +273,11 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
     // An unwritable path fails now, before any command runs; nothing is written to it before the
     // report exists.
     let output = open_json(args.output.as_deref(), "report")?;
+    if let Some(output) = &output {
+        for profile in &args.profile {
+            output.refuse_same_file(profile, "a --profile file corun reads")?;
+        }
+    }
     let mix_blind = specs.iter().all(|spec| spec.mix.is_none())
         && (args.compare
             || matches!(

@@ -584,6 +584,17 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
         }
         _ => None,
     };
+    let pairs = args.params.pairs().map_err(CliError::Usage)?;
+    for file in output
+        .iter()
+        .map(|(file, _)| file)
+        .chain(plot.iter().map(|(file, _)| file))
+    {
+        file.refuse_kernel_inputs(&pairs)?;
+    }
+    if let (Some((output, _)), Some((plot, _))) = (&output, &plot) {
+        plot.refuse_same_file(output.path(), "the --output file")?;
+    }
     let setup = LatencySetup {
         kernel,
         params,

@@ -175,6 +175,9 @@ pub fn run(args: &ProfileArgs) -> Result<(), CliError> {
     parbench_kernels::check_thread_count(threads)?;
     // Before the kernel runs: an unwritable path fails first.
     let file = crate::corun::open_json(args.output.as_deref(), "profile")?;
+    if let Some(file) = &file {
+        file.refuse_kernel_inputs(&args.params)?;
+    }
     let (profile, reports) = profile_kernel(kernel, &params, threads)?;
     let declared = InstructionMix::declared_for_kernel(kernel.name());
     let (mixes, source) = profile.mixes_or(declared);

@@ -42,6 +42,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
+use crate::args::FILE_PARAMETERS;
 use crate::error::{CliError, Rescue};
 
 /// Symbolic links followed at most before giving up, Linux's own limit (`ELOOP` beyond it).
@@ -127,6 +128,48 @@ impl ResultsFile {
             extension,
             rescue: None,
         })
+    }
+
+    /// Refuses a path that names the same file as `other`, which the command also reads or
+    /// writes (`role` says as what, e.g. "the results file plot reads"): writing there would
+    /// replace that file's content with these bytes — a sweep's `--input` overwritten by its
+    /// results after the first round, `plot r.json -o r.json` replacing the results with the
+    /// figure. The same file is found through links, relative paths and hard links; a device
+    /// or FIFO (`/dev/null` for both) is a stream, not content, and is not refused.
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] naming both paths.
+    pub(crate) fn refuse_same_file(&self, other: &Path, role: &str) -> Result<(), CliError> {
+        if let Destination::Stream(_) = self.destination {
+            return Ok(());
+        }
+        if !same_file(&self.path, other) {
+            return Ok(());
+        }
+        let (path, other) = (self.path.display(), other.display());
+        let names = if path.to_string() == other.to_string() {
+            format!("{path}")
+        } else {
+            format!("{path} (as {other})")
+        };
+        Err(CliError::Usage(format!(
+            "{names} is also {role}: writing the {} there would replace it; name another file",
+            self.what
+        )))
+    }
+
+    /// [`ResultsFile::refuse_same_file`] for every file a kernel reads among `params` (`matrix`,
+    /// `input`, given with their own flag or as `--param`).
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] naming the path and the parameter.
+    pub(crate) fn refuse_kernel_inputs(&self, params: &[(String, String)]) -> Result<(), CliError> {
+        params
+            .iter()
+            .filter(|(name, _)| FILE_PARAMETERS.contains(&name.as_str()))
+            .try_for_each(|(name, value)| {
+                self.refuse_same_file(Path::new(value), &format!("the kernel's {name} file"))
+            })
     }
 
     /// Rewrites the file with the results so far, so that an interruption keeps them (a device
@@ -392,6 +435,29 @@ fn follow_links(path: &Path) -> io::Result<PathBuf> {
         }
     }
     Err(io::Error::from_raw_os_error(libc::ELOOP))
+}
+
+/// Whether `a` and `b` name one file: the same inode when both exist, else the same path once
+/// links are followed and the directory is made absolute (a file that does not exist yet).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        (Err(_), Err(_)) => resolved(a).is_some_and(|a| resolved(b) == Some(a)),
+        // One exists and the other does not: two files.
+        _ => false,
+    }
+}
+
+/// `path` with links followed and its directory canonical; `None` when that directory is not
+/// there either (nothing can be written to it then, which `ResultsFile::open` reports).
+fn resolved(path: &Path) -> Option<PathBuf> {
+    let target = follow_links(path).ok()?;
+    let directory = match target.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    Some(fs::canonicalize(directory).ok()?.join(target.file_name()?))
 }
 
 /// Creates a new file beside `target`, `NAME.PID.partial` (or `NAME.PID.N.partial` when taken):

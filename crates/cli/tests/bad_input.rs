@@ -692,3 +692,65 @@ fn a_lock_or_backend_given_is_refused_where_it_is_unused_even_with_the_default_v
         );
     }
 }
+
+#[test]
+fn an_output_that_is_a_file_the_command_reads_or_writes_besides_is_refused_and_left_as_it_was() {
+    let matrix = scratch("input-and-output.mtx");
+    let content = "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1.0\n";
+    fs::write(&matrix, content).expect("matrix written");
+    let link = scratch("input-and-output-link.mtx");
+    std::os::unix::fs::symlink(&matrix, &link).expect("link made");
+    // Each round's process reads the matrix again after the file was rewritten with results.
+    for (given, output) in [("--matrix", &matrix), ("--matrix", &link)] {
+        let args = one_run_sweep(
+            &["--kernels", "spmv-balanced"],
+            &[
+                given,
+                text_of(&matrix),
+                "--format",
+                "csv",
+                "-o",
+                text_of(output),
+            ],
+        );
+        assert_bad_input(&args, &["input-and-output", "the kernel's matrix file"]);
+    }
+    let as_param = format!("matrix={}", text_of(&matrix));
+    let mut args = vec!["latency", "--service", "spmv", "--qps", "100"];
+    args.extend([
+        "--param",
+        &as_param,
+        "--format",
+        "csv",
+        "-o",
+        text_of(&matrix),
+    ]);
+    assert_bad_input(&args, &["the kernel's matrix file"]);
+    assert_eq!(fs::read_to_string(&matrix).expect("matrix kept"), content);
+    // plot's figure over the results it reads, here through a hard link.
+    let results = sweep_report("plot-over-its-results.json");
+    let before = fs::read_to_string(&results).expect("report read");
+    let alias = scratch("plot-over-its-results-alias.svg");
+    fs::hard_link(&results, &alias).expect("hard link made");
+    for output in [&results, &alias] {
+        assert_bad_input(
+            &["plot", text_of(&results), "-o", text_of(output)],
+            &["the results file plot reads"],
+        );
+    }
+    assert_eq!(fs::read_to_string(&results).expect("report kept"), before);
+    // latency's figure over its results.
+    let both = scratch("latency-results-and-figure.svg");
+    let mut args = TINY_LATENCY.to_vec();
+    args.extend(FEW_REQUESTS);
+    args.extend([
+        "--format",
+        "csv",
+        "-o",
+        text_of(&both),
+        "--plot",
+        text_of(&both),
+    ]);
+    assert_bad_input(&args, &["is also the --output file"]);
+    assert!(!both.exists());
+}
