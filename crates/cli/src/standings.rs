@@ -474,6 +474,22 @@ pub fn run(args: &StandingsArgs) -> Result<(), CliError> {
     } else {
         args.versus.clone()
     };
+    if versus.iter().any(|name| name.trim().is_empty()) {
+        return Err(CliError::Usage(format!(
+            "--versus {} has an empty scheduler name",
+            versus.join(",")
+        )));
+    }
+    // An other listed twice would be the fastest of "the rest" in its own others' figure (1).
+    if let Some((_, name)) = versus
+        .iter()
+        .enumerate()
+        .find(|&(index, name)| versus[..index].contains(name))
+    {
+        return Err(CliError::Usage(format!(
+            "--versus lists '{name}' twice; each other is compared once"
+        )));
+    }
     if versus.contains(&args.scheduler) {
         return Err(CliError::Usage(format!(
             "--versus lists '{}', the scheduler being ranked",

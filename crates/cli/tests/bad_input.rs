@@ -357,6 +357,38 @@ fn standings_refuses_a_file_given_twice() {
 }
 
 #[test]
+fn standings_refuses_an_other_listed_twice_or_an_empty_name() {
+    let sweep = sweep_report("standings-versus.json");
+    // Listed twice, an other is "the rest" in its own others' figure, which then reads 1.
+    for list in ["tree,guided,tree", "guided,guided"] {
+        assert_bad_input(
+            &[
+                "standings",
+                text_of(&sweep),
+                "--scheduler",
+                "seq",
+                "--versus",
+                list,
+            ],
+            &["--versus lists '", "' twice"],
+        );
+    }
+    for list in ["", "tree,,guided", "tree, "] {
+        assert_bad_input(
+            &[
+                "standings",
+                text_of(&sweep),
+                "--scheduler",
+                "seq",
+                "--versus",
+                list,
+            ],
+            &["has an empty scheduler name"],
+        );
+    }
+}
+
+#[test]
 fn standings_refuses_a_report_that_is_not_a_sweep_report() {
     let sweep = sweep_report("standings-sweep.json");
     let locks = edited_report(&sweep, "standings-locks.json", |report| {
