@@ -25,7 +25,7 @@ use crate::export::ExportFormat;
 use crate::plot::{png_bytes, render_png, render_svg};
 use crate::progress::Progress;
 use crate::results::{ROUNDS_DONE_SETTING, Report, SCHEMA_VERSION, STOPPED_SETTING};
-use crate::results_file::{ResultsFile, replace};
+use crate::results_file::{ResultsFile, print_results, replace};
 use crate::rounds::{RoundEvent, RoundRequest, merge_rounds, round_orders, run_round_in_child};
 use crate::sweep::{LABELS, SweepError, SweepObserver, SweepPlan, run_cells};
 
@@ -371,10 +371,11 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
     let interrupted = matches!(failure, Some(CliError::Interrupted { .. }));
     let mut errors: Vec<CliError> = failure.into_iter().collect();
     if !report.cells.is_empty() {
+        let only_copy = output.is_none();
         if let Some(output) = output {
             errors.extend(output.finish(&report).err());
         }
-        let printed = write_stdout(|out| stdout_format.exporter().write(&report, out));
+        let printed = print_report(&report, stdout_format, only_copy);
         // After SIGHUP the terminal may be gone; the interruption is still the news.
         if !interrupted {
             errors.extend(printed.err());
@@ -771,6 +772,19 @@ fn list() -> Result<(), CliError> {
         }
         Ok(())
     })
+}
+
+/// Prints `report` in `format` to stdout ([`print_results`]: saved to a rescue file when stdout
+/// fails and it is the `only_copy`).
+pub(crate) fn print_report(
+    report: &Report,
+    format: ExportFormat,
+    only_copy: bool,
+) -> Result<(), CliError> {
+    let mut bytes = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = format.exporter().write(report, &mut bytes);
+    print_results(&bytes, format.extension(), only_copy)
 }
 
 /// Writes to stdout; a closed pipe (`parbench-cli … | head`) ends the output quietly.

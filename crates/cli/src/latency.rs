@@ -36,7 +36,7 @@ use crate::commands::untaken_parameter;
 use crate::error::CliError;
 use crate::export::ExportFormat;
 use crate::results::{Cell, Metadata, MetricSeries, Report};
-use crate::results_file::ResultsFile;
+use crate::results_file::{ResultsFile, print_results};
 use crate::under_load::CounterSet;
 
 /// Label names of a latency report's cells, in table order.
@@ -667,6 +667,7 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
         );
     }
     let mut errors = Vec::new();
+    let only_copy = output.is_none();
     let stdout_format = match output {
         Some((file, format)) => {
             errors.extend(file.finish(&render(format, &report, &curves)).err());
@@ -686,14 +687,7 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
         }
     }
     let text = render(stdout_format, &report, &curves);
-    let mut stdout = io::stdout().lock();
-    match stdout.write_all(&text).and_then(|()| stdout.flush()) {
-        Err(error) if error.kind() != io::ErrorKind::BrokenPipe => errors.push(CliError::Write {
-            path: PathBuf::from("-"),
-            source: error,
-        }),
-        _ => {}
-    }
+    errors.extend(print_results(&text, stdout_format.extension(), only_copy).err());
     CliError::all(errors)
 }
 

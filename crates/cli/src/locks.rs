@@ -20,7 +20,7 @@ use parbench_atomics::{Backend, LockBenchRun, LockKind, MutexKind, lock_bench};
 use parbench_kernels::check_thread_count;
 
 use crate::args::{ThreadCounts, parse_in_range, parse_runs, parse_thread_counts, parse_warmup};
-use crate::commands::{OutputFile, write_stdout};
+use crate::commands::{OutputFile, print_report};
 use crate::error::CliError;
 use crate::export::ExportFormat;
 use crate::progress::Progress;
@@ -280,7 +280,8 @@ pub fn run(args: &LocksArgs) -> Result<(), CliError> {
         }
     }
     progress.finish();
+    let only_copy = output.is_none();
     let saved = output.map_or(Ok(()), |output| output.finish(&report));
-    let printed = write_stdout(|out| stdout_format.exporter().write(&report, out));
+    let printed = print_report(&report, stdout_format, only_copy);
     CliError::all([saved.err(), printed.err()].into_iter().flatten().collect())
 }

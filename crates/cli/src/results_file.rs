@@ -342,6 +342,46 @@ impl ResultsDirectory {
     }
 }
 
+/// Prints measured results to stdout. `only_copy`: they went nowhere else (no `--output`), so
+/// when stdout fails (a full disk behind `> r.json`) they are saved to a rescue file
+/// `parbench-rescued-PID-stdout.EXTENSION` in the temp directory, in the same format, instead of
+/// being lost with the error. A closed pipe (`| head`) is the reader's choice and ends the
+/// output quietly.
+///
+/// # Errors
+/// [`CliError::WrittenElsewhere`] (path `-`) saying where the results went, or
+/// [`CliError::Write`] when they went nowhere else or no rescue file could be made either.
+pub(crate) fn print_results(
+    bytes: &[u8],
+    extension: &str,
+    only_copy: bool,
+) -> Result<(), CliError> {
+    let mut stdout = io::stdout().lock();
+    let source = match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(error) if error.kind() != io::ErrorKind::BrokenPipe => error,
+        _ => return Ok(()),
+    };
+    let stdout_error = |source| CliError::Write {
+        path: PathBuf::from("-"),
+        source,
+    };
+    if !only_copy {
+        return Err(stdout_error(source));
+    }
+    let name = format!("stdout.{extension}");
+    let saved = create_first_free(rescue_names(name.as_ref()), create_file)
+        .and_then(|(rescue, mut file)| file.write_all(bytes).map(|()| rescue));
+    match saved {
+        Ok(rescue) => Err(CliError::WrittenElsewhere {
+            path: PathBuf::from("-"),
+            source,
+            what: "results",
+            rescue: Rescue::File(rescue),
+        }),
+        Err(_) => Err(stdout_error(source)),
+    }
+}
+
 /// Where bytes went whose named path failed: the rescue file or directory `saved`, else stdout
 /// (`chunks` in order), else nowhere.
 fn rescue_or_stdout(saved: io::Result<PathBuf>, chunks: &[&[u8]]) -> Rescue {

@@ -732,3 +732,51 @@ fn plot_and_profile_write_a_device_through_and_rescue_what_it_refuses() {
         "nothing else left"
     );
 }
+
+#[test]
+fn results_whose_only_copy_is_stdout_survive_a_stdout_that_cannot_be_written() {
+    // `> r.json` on a full disk: /dev/full as stdout fails every write with ENOSPC.
+    let full = || {
+        OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full opens")
+    };
+    let runs = [
+        ("sweep", sweep(&["--format", "json"]), "json"),
+        ("locks", with(&LOCKS, &["--format", "csv"]), "csv"),
+        ("latency", latency(), "txt"),
+    ];
+    for (name, args, extension) in runs {
+        let tmpdir = fresh_dir(&format!("stdout-full-{name}"));
+        let output = command(&args, &tmpdir)
+            .stdin(Stdio::null())
+            .stdout(full())
+            .output()
+            .expect("the parbench-cli binary runs");
+        let line = assert_one_error_line(&output, &["cannot write -: No space left on device"]);
+        let rescued = rescued_in(&tmpdir, &line, "results");
+        assert!(
+            path_arg(&rescued).ends_with(&format!("-stdout.{extension}")),
+            "{line}"
+        );
+        let saved = fs::read_to_string(&rescued).expect("rescue file read");
+        match name {
+            "sweep" => assert_eq!(read_report(&rescued).cells.len(), 1),
+            "latency" => assert!(saved.contains("QPS"), "{saved}"),
+            _ => assert!(saved.lines().count() > 1, "{saved}"),
+        }
+    }
+    // With --output the results are safe there: stdout's table failing is a plain error.
+    let tmpdir = fresh_dir("stdout-full-with-output");
+    let file = tmpdir.join("r.json");
+    let output = command(&sweep(&["-o", path_arg(&file)]), &tmpdir)
+        .stdin(Stdio::null())
+        .stdout(full())
+        .output()
+        .expect("the parbench-cli binary runs");
+    let line = assert_one_error_line(&output, &["cannot write -: No space left on device"]);
+    assert!(!line.contains("saved"), "{line}");
+    assert_eq!(read_report(&file).cells.len(), 1);
+    assert_eq!(names(&tmpdir), ["r.json"]);
+}
