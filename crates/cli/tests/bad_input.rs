@@ -786,3 +786,18 @@ fn an_output_that_is_a_file_the_command_reads_or_writes_besides_is_refused_and_l
     assert_bad_input(&args, &["is also the --output file"]);
     assert!(!both.exists());
 }
+
+#[test]
+fn reproduce_list_with_a_study_or_its_settings_is_refused() {
+    for extra in [
+        &["pthreads"][..],
+        &["--scale", "tiny"],
+        &["--runs", "2"],
+        &["-o", "somewhere"],
+    ] {
+        let mut args = vec!["reproduce", "--list"];
+        args.extend(extra);
+        assert_bad_input(&args, &["cannot be used with"]);
+    }
+    cli_ok(&["reproduce", "--list"]);
+}

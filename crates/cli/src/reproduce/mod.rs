@@ -163,7 +163,8 @@ pub struct ReproduceArgs {
     #[arg(value_name = "STUDY", required_unless_present = "list")]
     pub study: Option<String>,
     /// List the studies, what each reproduces and how its default scale is scaled down.
-    #[arg(long)]
+    // With a study or its settings it would list and run nothing, as if they had been taken.
+    #[arg(long, conflicts_with_all = ["study", "scale", "runs", "output", "quiet"])]
     pub list: bool,
     /// tiny (seconds), default (< 10 minutes on 2 cores) or full (the study's own sizes).
     #[arg(long, value_enum, default_value_t = Scale::Default)]
