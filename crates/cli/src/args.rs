@@ -422,7 +422,19 @@ pub fn parse_thread_counts(text: &str) -> Result<ThreadCounts, String> {
     let mut counts = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for item in text.split(',').map(str::trim) {
+        // Said of the whole entry: "'' is not a non-negative integer" named neither `1,,2`'s
+        // empty entry nor the missing end of `-1` or `2-`.
+        if item.is_empty() {
+            return Err(format!(
+                "'{text}' has an empty entry; list thread counts like 1,2,4 or 1-4"
+            ));
+        }
         let (first, last) = match item.split_once('-') {
+            Some((first, last)) if first.trim().is_empty() || last.trim().is_empty() => {
+                return Err(format!(
+                    "'{item}' is not a thread count (at least 1) or a range LOW-HIGH"
+                ));
+            }
             Some((first, last)) => (parse_positive(first)?, parse_positive(last)?),
             None => {
                 let single = parse_positive(item)?;
@@ -676,6 +688,17 @@ mod tests {
         assert!(parse_thread_counts("4-2").is_err());
         assert!(parse_thread_counts("").is_err());
         assert_eq!(parse_thread_counts("2,2,1-2").unwrap().0, [2, 1]);
+        // Each error names the entry at fault, not an empty part of it.
+        for (text, says) in [
+            ("1,,2", "'1,,2' has an empty entry"),
+            ("", "'' has an empty entry"),
+            (" ", "' ' has an empty entry"),
+            ("-1", "'-1' is not a thread count"),
+            ("2-", "'2-' is not a thread count"),
+        ] {
+            let error = parse_thread_counts(text).unwrap_err();
+            assert!(error.contains(says), "{text:?}: {error}");
+        }
     }
 
     #[test]

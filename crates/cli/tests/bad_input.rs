@@ -801,3 +801,25 @@ fn reproduce_list_with_a_study_or_its_settings_is_refused() {
     }
     cli_ok(&["reproduce", "--list"]);
 }
+
+#[test]
+fn a_malformed_thread_list_is_refused_naming_the_entry_at_fault() {
+    for (list, says) in [
+        ("1,,2", "'1,,2' has an empty entry"),
+        (" ", "' ' has an empty entry"),
+        ("-1", "'-1' is not a thread count"),
+        ("1-", "'1-' is not a thread count"),
+    ] {
+        let threads = format!("--threads={list}");
+        let args = [
+            "sweep",
+            "--kernels",
+            "matmul",
+            "--schedulers",
+            "seq",
+            &threads,
+        ];
+        assert_bad_input(&args, &[says]);
+        assert_bad_input(&["locks", &threads], &[says]);
+    }
+}
