@@ -212,6 +212,12 @@ impl OutputFile {
         self.file.path()
     }
 
+    /// Whether `--output` is this process's stdout (`-o /dev/stdout`), which then gets these
+    /// results alone, not the table beside them ([`ResultsFile::is_stdout`]).
+    pub(crate) fn is_stdout(&self) -> bool {
+        self.file.is_stdout()
+    }
+
     /// Rewrites the file with `report` while measuring; see [`ResultsFile::snapshot`] (the line
     /// returned is for the progress display).
     pub(crate) fn snapshot(&mut self, report: &Report) -> Option<String> {
@@ -372,10 +378,15 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
     let mut errors: Vec<CliError> = failure.into_iter().collect();
     if !report.cells.is_empty() {
         let only_copy = output.is_none();
+        let table = !output.as_ref().is_some_and(OutputFile::is_stdout);
         if let Some(output) = output {
             errors.extend(output.finish(&report).err());
         }
-        let printed = print_report(&report, stdout_format, only_copy);
+        let printed = if table {
+            print_report(&report, stdout_format, only_copy)
+        } else {
+            Ok(())
+        };
         // After SIGHUP the terminal may be gone; the interruption is still the news.
         if !interrupted {
             errors.extend(printed.err());

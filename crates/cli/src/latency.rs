@@ -668,6 +668,7 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
     }
     let mut errors = Vec::new();
     let only_copy = output.is_none();
+    let table = !output.as_ref().is_some_and(|(file, _)| file.is_stdout());
     let stdout_format = match output {
         Some((file, format)) => {
             errors.extend(file.finish(&render(format, &report, &curves)).err());
@@ -686,8 +687,10 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
             Err(error) => errors.push(error),
         }
     }
-    let text = render(stdout_format, &report, &curves);
-    errors.extend(print_results(&text, stdout_format.extension(), only_copy).err());
+    if table {
+        let text = render(stdout_format, &report, &curves);
+        errors.extend(print_results(&text, stdout_format.extension(), only_copy).err());
+    }
     CliError::all(errors)
 }
 

@@ -281,7 +281,12 @@ pub fn run(args: &LocksArgs) -> Result<(), CliError> {
     }
     progress.finish();
     let only_copy = output.is_none();
+    let table = !output.as_ref().is_some_and(OutputFile::is_stdout);
     let saved = output.map_or(Ok(()), |output| output.finish(&report));
-    let printed = print_report(&report, stdout_format, only_copy);
+    let printed = if table {
+        print_report(&report, stdout_format, only_copy)
+    } else {
+        Ok(())
+    };
     CliError::all([saved.err(), printed.err()].into_iter().flatten().collect())
 }

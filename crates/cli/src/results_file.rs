@@ -94,8 +94,18 @@ impl ResultsFile {
             path: path.to_owned(),
             source,
         };
-        let target = follow_links(path).map_err(error)?;
-        let destination = match fs::metadata(&target) {
+        let mut target = follow_links(path).map_err(error)?;
+        let mut found = fs::metadata(&target);
+        if let (Err(missing), Ok(magic)) = (&found, fs::metadata(path))
+            && missing.kind() == io::ErrorKind::NotFound
+        {
+            // A link whose target names no path, which only the kernel can follow:
+            // `/dev/stdout` → `/proc/self/fd/1` → `pipe:[…]`. Opened by its own name it is the
+            // pipe (or socket) it stands for.
+            target = path.to_owned();
+            found = Ok(magic);
+        }
+        let destination = match found {
             Err(missing) if missing.kind() == io::ErrorKind::NotFound => {
                 check_directory(&target).map_err(error)?;
                 Destination::Replaced
@@ -128,6 +138,25 @@ impl ResultsFile {
             extension,
             rescue: None,
         })
+    }
+
+    /// Whether this is a stream opened on the file this process's stdout is (`-o /dev/stdout`),
+    /// where the command then writes only these results and not its table beside them: the two
+    /// mixed would make neither readable.
+    pub(crate) fn is_stdout(&self) -> bool {
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::MetadataExt;
+        let Destination::Stream(file) = &self.destination else {
+            return false;
+        };
+        let stdout = io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .and_then(|fd| File::from(fd).metadata());
+        match (file.metadata(), stdout) {
+            (Ok(ours), Ok(stdout)) => ours.dev() == stdout.dev() && ours.ino() == stdout.ino(),
+            _ => false,
+        }
     }
 
     /// Refuses a path that names the same file as `other`, which the command also reads or

@@ -780,3 +780,28 @@ fn results_whose_only_copy_is_stdout_survive_a_stdout_that_cannot_be_written() {
     assert_eq!(read_report(&file).cells.len(), 1);
     assert_eq!(names(&tmpdir), ["r.json"]);
 }
+
+#[test]
+fn output_to_dev_stdout_on_a_pipe_gets_the_results_alone() {
+    // `/dev/stdout` → `/proc/self/fd/1` → `pipe:[…]`, a link target that names no path.
+    let tmpdir = fresh_dir("dev-stdout");
+    let stdout = ["--format", "json", "-o", "/dev/stdout"];
+    let output = run(&sweep(&stdout), &tmpdir);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report: Report = serde_json::from_slice(&output.stdout).expect("stdout is the JSON alone");
+    assert_eq!(report.cells.len(), 1);
+    let output = run(
+        &with(&LOCKS, &["--format", "csv", "-o", "/dev/stdout"]),
+        &tmpdir,
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let csv = text(&output.stdout);
+    let mut lines = csv.lines().filter(|line| !line.starts_with('#'));
+    assert!(
+        lines
+            .next()
+            .is_some_and(|header| header.starts_with("lock,")),
+        "{csv}"
+    );
+    assert!(lines.all(|row| row.contains(',')), "only CSV rows: {csv}");
+}
