@@ -703,8 +703,8 @@ fn plot(args: &PlotArgs) -> Result<(), CliError> {
 ///
 /// # Errors
 /// [`CliError::Read`] if the file cannot be read, [`CliError::MalformedResults`] if it is not a
-/// report of this schema version or holds a time that is negative or not finite
-/// ([`Report::invalid_time`]).
+/// report of this schema version, holds a time that is negative or not finite
+/// ([`Report::invalid_time`]), or a round count (`rounds`, `rounds.done`) that is not a number.
 pub fn read_report(path: &Path) -> Result<Report, CliError> {
     let text = fs::read_to_string(path).map_err(|source| CliError::Read {
         path: path.to_owned(),
@@ -723,6 +723,17 @@ pub fn read_report(path: &Path) -> Result<Report, CliError> {
     }
     if let Some(reason) = report.invalid_time() {
         return Err(malformed(reason));
+    }
+    // An unreadable count would make an unfinished sweep pass for a finished one
+    // (`Report::unfinished_rounds` cannot compare it).
+    for name in ["rounds", ROUNDS_DONE_SETTING] {
+        if let Some(value) = report.metadata.settings.get(name)
+            && value.parse::<usize>().is_err()
+        {
+            return Err(malformed(format!(
+                "its setting `{name}` is `{value}`, not a number of rounds"
+            )));
+        }
     }
     Ok(report)
 }

@@ -422,6 +422,22 @@ fn reports_with_a_negative_sample_are_refused_with_file_and_cell() {
 }
 
 #[test]
+fn reports_with_an_unreadable_round_count_are_refused_not_taken_as_finished() {
+    let sweep = sweep_report("round-count-base.json");
+    for (setting, value) in [("rounds.done", "x"), ("rounds", "-1"), ("rounds.done", "")] {
+        let edited = edited_report(&sweep, "round-count-edited.json", |report| {
+            report["metadata"]["settings"][setting] = value.into();
+        });
+        let needles = [
+            "round-count-edited.json",
+            &format!("setting `{setting}` is `{value}`, not a number of rounds"),
+        ];
+        assert_bad_input(&["compare", text_of(&sweep), text_of(&edited)], &needles);
+        assert_bad_input(&["standings", text_of(&edited)], &needles);
+    }
+}
+
+#[test]
 fn sweep_refuses_a_generated_matrix_shape_given_with_a_matrix_file() {
     let path = scratch("shape-with-file.mtx");
     fs::write(
