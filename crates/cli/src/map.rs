@@ -149,14 +149,14 @@ fn parse_scenario_repetitions(text: &str) -> Result<usize, String> {
 ///
 /// # Errors
 /// [`CliError::Profile`] for a missing or malformed profile file, [`CliError::Usage`] for a
-/// profile of a kernel not in `kernels` or one without class counts of a kernel that declares no
-/// mix, [`CliError::Map`] for a kernel with neither a profile
+/// profile of a kernel not in `kernels`, a second profile of one kernel, or one without class
+/// counts of a kernel that declares no mix, [`CliError::Map`] for a kernel with neither a profile
 /// nor a declared mix (listing the kernels that declare one).
 pub fn kernel_mixes(
     kernels: &[String],
     profiles: &[PathBuf],
 ) -> Result<(Vec<NamedMix>, Vec<String>), CliError> {
-    let mut from_profiles: Vec<(String, InstructionMix)> = Vec::new();
+    let mut from_profiles: Vec<(&PathBuf, (String, InstructionMix))> = Vec::new();
     let mut notes = Vec::new();
     for path in profiles {
         let profile = Profile::read_json(path)?;
@@ -167,10 +167,22 @@ pub fn kernel_mixes(
                 path.display()
             )));
         }
+        // Only one mix per kernel is used: the second would be ignored while its note said it
+        // supplied the mix.
+        if let Some((first, _)) = from_profiles
+            .iter()
+            .find(|(_, (profiled, _))| *profiled == name)
+        {
+            return Err(CliError::Usage(format!(
+                "profiles {} and {} are both of kernel {name}; give one profile per kernel",
+                first.display(),
+                path.display()
+            )));
+        }
         match profile.workload_mix(InstructionMix::declared_for_kernel(&name)) {
             (Some(mix), source) => {
                 notes.push(profile_note(path, &name, source, &mix));
-                from_profiles.push((name, mix));
+                from_profiles.push((path, (name, mix)));
             }
             (None, _) => {
                 return Err(CliError::Usage(format!(
@@ -183,17 +195,20 @@ pub fn kernel_mixes(
     }
     let mixes = kernels
         .iter()
-        .map(
-            |name| match from_profiles.iter().find(|(profiled, _)| profiled == name) {
-                Some((_, mix)) => Ok(NamedMix {
+        .map(|name| {
+            match from_profiles
+                .iter()
+                .find(|(_, (profiled, _))| profiled == name)
+            {
+                Some((_, (_, mix))) => Ok(NamedMix {
                     name: name.clone(),
                     mix: *mix,
                 }),
                 None => declared_kernel_mixes(std::slice::from_ref(name))
                     .map(|mut one| one.remove(0))
                     .map_err(CliError::from),
-            },
-        )
+            }
+        })
         .collect::<Result<_, _>>()?;
     Ok((mixes, notes))
 }

@@ -359,3 +359,37 @@ fn map_refuses_a_profile_without_class_counts_of_a_kernel_without_a_declared_mix
         &["reduce-profile.json", "declares no instruction mix"],
     );
 }
+
+#[test]
+fn map_refuses_two_profiles_of_one_kernel_naming_both() {
+    let first = scratch("map-twice-first.json");
+    let first_text = first.to_str().expect("UTF-8 path");
+    cli_ok(&[
+        "profile",
+        "--kernel",
+        "fp-add",
+        "--param",
+        "iters=2^10",
+        "-o",
+        first_text,
+    ]);
+    let second = scratch("map-twice-second.json");
+    std::fs::copy(&first, &second).expect("profile copied");
+    let second_text = second.to_str().expect("UTF-8 path");
+    // The second was ignored, while a note said it supplied fp-add's mix.
+    assert_bad_input(
+        &[
+            "map",
+            "--kernels",
+            "fp-add",
+            "--profile",
+            first_text,
+            "--profile",
+            second_text,
+        ],
+        &[
+            "map-twice-first.json and ",
+            "map-twice-second.json are both of kernel fp-add",
+        ],
+    );
+}
