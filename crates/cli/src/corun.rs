@@ -181,25 +181,39 @@ pub fn split_commands(words: &[String]) -> Result<Vec<Vec<String>>, CliError> {
 ///
 /// # Errors
 /// [`CliError::Profile`] for an unreadable profile, [`CliError::Usage`] for a profile of a
-/// command that is not among `commands`.
+/// command that is not among `commands` or a second profile of one command.
 pub fn command_specs(
     commands: Vec<Vec<String>>,
     profiles: &[PathBuf],
 ) -> Result<(Vec<CommandSpec>, Vec<String>), CliError> {
     let mut specs: Vec<CommandSpec> = commands.into_iter().map(CommandSpec::new).collect();
     let mut notes = vec![None; specs.len()];
+    let mut profiled_by: Vec<Option<&PathBuf>> = vec![None; specs.len()];
     for path in profiles {
         let profile = CommandProfile::read_json(path)?;
-        let Some(index) = specs.iter().position(|s| s.argv == profile.command) else {
+        // Every copy of the command (`corun -- ./a ::: ./a`) runs the same code: each gets the
+        // mix, not only the first.
+        let matching: Vec<usize> = (0..specs.len())
+            .filter(|&index| specs[index].argv == profile.command)
+            .collect();
+        let Some(&first) = matching.first() else {
             return Err(CliError::Usage(format!(
                 "profile {} is of `{}`, which is not one of the commands",
                 path.display(),
                 profile.command.join(" ")
             )));
         };
+        // A second profile would silently replace the first's mix.
+        if let Some(earlier) = profiled_by[first] {
+            return Err(CliError::Usage(format!(
+                "profiles {} and {} are both of `{}`; give one profile per command",
+                earlier.display(),
+                path.display(),
+                profile.command.join(" ")
+            )));
+        }
         let (mix, source) = profile.mix();
-        specs[index].mix = mix;
-        notes[index] = Some(match (mix, source) {
+        let note = match (mix, source) {
             (Some(mix), MixSource::Measured) => format!("measured ({mix}), {}", path.display()),
             (Some(mix), _) => format!(
                 "declared class {} ({mix}), {}: hardware counters were unavailable",
@@ -210,7 +224,12 @@ pub fn command_specs(
                 "unknown: {} has no class counts and no declared class",
                 path.display()
             ),
-        });
+        };
+        for index in matching {
+            specs[index].mix = mix;
+            notes[index] = Some(note.clone());
+            profiled_by[index] = Some(path);
+        }
     }
     let notes = specs
         .iter()

@@ -750,3 +750,45 @@ fn map_pid_follow_catches_a_late_thread_and_returns_when_the_program_exits() {
         .count();
     assert_eq!(threads, 3, "main, early and late thread: {out}");
 }
+
+#[test]
+fn a_profile_gives_its_mix_to_every_copy_of_its_command_and_only_one_profile_per_command() {
+    let first = scratch("corun-true-first.json");
+    let first_text = first.to_str().expect("UTF-8 path");
+    cli_ok(&["profile", "--class", "fp", "-o", first_text, "--", "true"]);
+    // Two copies of one program (the study's scenario B): the second had an unknown mix.
+    let (out, _) = cli_ok(&[
+        "corun",
+        "--profile",
+        first_text,
+        "--",
+        "true",
+        ":::",
+        "true",
+    ]);
+    for copy in [
+        "command 0 mix: declared class fp",
+        "command 1 mix: declared class fp",
+    ] {
+        assert!(out.contains(copy), "{out}");
+    }
+    // A second profile of the command replaced the first's mix without a word.
+    let second = scratch("corun-true-second.json");
+    std::fs::copy(&first, &second).expect("profile copied");
+    let second_text = second.to_str().expect("UTF-8 path");
+    assert_bad_input(
+        &[
+            "corun",
+            "--profile",
+            first_text,
+            "--profile",
+            second_text,
+            "--",
+            "true",
+        ],
+        &[
+            "corun-true-first.json and ",
+            "corun-true-second.json are both of `true`",
+        ],
+    );
+}
