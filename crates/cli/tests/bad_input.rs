@@ -360,31 +360,23 @@ fn standings_refuses_a_file_given_twice() {
 fn standings_refuses_an_other_listed_twice_or_an_empty_name() {
     let sweep = sweep_report("standings-versus.json");
     // Listed twice, an other is "the rest" in its own others' figure, which then reads 1.
-    for list in ["tree,guided,tree", "guided,guided"] {
-        assert_bad_input(
-            &[
-                "standings",
-                text_of(&sweep),
-                "--scheduler",
-                "seq",
-                "--versus",
-                list,
-            ],
-            &["--versus lists '", "' twice"],
-        );
-    }
-    for list in ["", "tree,,guided", "tree, "] {
-        assert_bad_input(
-            &[
-                "standings",
-                text_of(&sweep),
-                "--scheduler",
-                "seq",
-                "--versus",
-                list,
-            ],
-            &["has an empty scheduler name"],
-        );
+    let cases = [
+        ("tree,guided,tree", "' twice"),
+        ("guided,guided", "--versus lists 'guided' twice"),
+        ("", "has an empty scheduler name"),
+        ("tree,,guided", "has an empty scheduler name"),
+        ("tree, ", "has an empty scheduler name"),
+    ];
+    for (list, says) in cases {
+        let args = [
+            "standings",
+            text_of(&sweep),
+            "--scheduler",
+            "seq",
+            "--versus",
+            list,
+        ];
+        assert_bad_input(&args, &[says]);
     }
 }
 

@@ -5,6 +5,7 @@
 mod support;
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 
 use parbench_mapper::Topology;
 use parbench_mapper::perf::{Profile, Quantity};
@@ -209,19 +210,27 @@ fn map_algorithm1_pairs_the_extremes_of_one_class_core_by_core() {
     assert_eq!(cores, [0, 1, 2, 3], "{refined}");
 }
 
-#[test]
-fn map_takes_a_kernel_mix_from_a_profile_and_says_where_it_came_from() {
-    let path = scratch("map-profile.json");
+/// A profile of `kernel` (a short one: `iters=2^12`) written to a fresh path `name`.
+fn kernel_profile(kernel: &str, name: &str) -> PathBuf {
+    let path = scratch(name);
     let path_text = path.to_str().expect("UTF-8 path");
-    cli_ok(&[
+    let args = [
         "profile",
         "--kernel",
-        "int-add",
+        kernel,
         "--param",
         "iters=2^12",
         "-o",
         path_text,
-    ]);
+    ];
+    cli_ok(&args);
+    path
+}
+
+#[test]
+fn map_takes_a_kernel_mix_from_a_profile_and_says_where_it_came_from() {
+    let path = kernel_profile("int-add", "map-profile.json");
+    let path_text = path.to_str().expect("UTF-8 path");
     let out = map(&["--threads", "8", "--profile", path_text]);
     let note = out.lines().next().unwrap_or_default();
     assert!(
@@ -362,17 +371,8 @@ fn map_refuses_a_profile_without_class_counts_of_a_kernel_without_a_declared_mix
 
 #[test]
 fn map_refuses_two_profiles_of_one_kernel_naming_both() {
-    let first = scratch("map-twice-first.json");
+    let first = kernel_profile("fp-add", "map-twice-first.json");
     let first_text = first.to_str().expect("UTF-8 path");
-    cli_ok(&[
-        "profile",
-        "--kernel",
-        "fp-add",
-        "--param",
-        "iters=2^10",
-        "-o",
-        first_text,
-    ]);
     let second = scratch("map-twice-second.json");
     std::fs::copy(&first, &second).expect("profile copied");
     let second_text = second.to_str().expect("UTF-8 path");
