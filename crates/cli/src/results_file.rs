@@ -572,7 +572,6 @@ fn create_first_free<T>(
     ))
 }
 
-/// Checks that a file can be created beside `target`, leaving nothing behind.
 /// Makes the directories of `path` that are missing, outermost first, and returns the ones it
 /// made (one that appears meanwhile is someone else's and is left out).
 ///
@@ -609,6 +608,7 @@ fn remove_made_directories(made: &[PathBuf]) {
     }
 }
 
+/// Checks that a file can be created beside `target`, leaving nothing behind.
 fn check_directory(target: &Path) -> io::Result<()> {
     let (probe, file) = create_beside(target)?;
     drop(file);
