@@ -64,15 +64,18 @@ pub(super) fn spawn(argv: &[String], output: ChildOutput) -> io::Result<Running>
                 .stderr(Stdio::from(fd));
         }
     }
+    let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure runs in the forked child between fork and exec. It only calls prctl,
     // getppid and raise, which are async-signal-safe, and allocates nothing.
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(io::Error::last_os_error());
             }
-            // The parent may have died before prctl took effect: then no signal would come.
-            if libc::getppid() == 1 {
+            // The parent may have died before prctl took effect: then no signal would come, and
+            // the child has a new parent. (Not "the parent is 1": the parent may itself be PID 1,
+            // in a container or a new PID namespace.)
+            if libc::getppid() != parent {
                 libc::raise(libc::SIGKILL);
             }
             Ok(())

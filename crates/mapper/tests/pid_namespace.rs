@@ -1,0 +1,72 @@
+//! `corun` run as PID 1 of a PID namespace (as in a container): each test runs this binary
+//! again, alone, as root of new user and PID namespaces with their own `/proc` (`unshare`). It
+//! prints SKIPPED where such namespaces cannot be made. A binary of its own: inside, nothing
+//! else may create threads meanwhile.
+
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+
+use parbench_mapper::corun::{ChildOutput, CommandSpec, CommandStatus, CorunOptions, corun};
+use parbench_mapper::{Algorithm, Topology};
+
+/// Set in the environment of the run inside the namespaces.
+const INSIDE: &str = "PARBENCH_PID_NAMESPACE_INSIDE";
+
+/// Runs `inside` when this is the run inside the namespaces; otherwise runs test `name` of this
+/// binary there and checks that it passed.
+fn in_new_pid_namespace(name: &str, inside: fn()) {
+    if std::env::var_os(INSIDE).is_some() {
+        inside();
+        return;
+    }
+    let output = Command::new("unshare")
+        .args([
+            "--user",
+            "--map-root-user",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+        ])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(INSIDE, "1")
+        .output();
+    let output = match output {
+        Ok(output) => output,
+        Err(error) => {
+            eprintln!("SKIPPED: {name}: cannot run unshare: {error}");
+            return;
+        }
+    };
+    let (out, err) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    if !output.status.success() && err.starts_with("unshare:") {
+        eprintln!("SKIPPED: {name}: no user and PID namespaces here: {err}");
+        return;
+    }
+    assert!(output.status.success(), "inside the namespaces: {out}{err}");
+    assert!(
+        out.contains("1 passed"),
+        "inside the namespaces: {out}{err}"
+    );
+}
+
+#[test]
+fn corun_as_pid_1_runs_its_commands() {
+    in_new_pid_namespace("corun_as_pid_1_runs_its_commands", || {
+        assert_eq!(std::process::id(), 1);
+        let topology = Topology::this_system().unwrap();
+        let options = CorunOptions {
+            algorithm: Algorithm::Os,
+            output: ChildOutput::Null,
+            ..CorunOptions::default()
+        };
+        let commands = [CommandSpec::new(
+            ["sh", "-c", "exit 3"].map(String::from).to_vec(),
+        )];
+        let report = corun(&topology, &commands, &options, &AtomicBool::new(false)).unwrap();
+        assert_eq!(report.commands[0].status, CommandStatus::Exited { code: 3 });
+    });
+}
