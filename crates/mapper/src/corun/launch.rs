@@ -27,7 +27,7 @@ use crate::tasks::{Pid, ProcessStat, all_processes, is_running, read_process_sta
 
 /// One started command.
 #[derive(Debug)]
-pub(super) struct Running {
+pub(crate) struct Running {
     pub child: Child,
     pub pid: Pid,
     pub started: Instant,
@@ -40,12 +40,12 @@ pub(super) struct Running {
 
 /// The commands started by one watch.
 #[derive(Debug, Default)]
-pub(super) struct Launched {
+pub(crate) struct Launched {
     pub running: Vec<Option<Running>>,
 }
 
 /// Starts `argv` in a new process group.
-pub(super) fn spawn(argv: &[String], output: ChildOutput) -> io::Result<Running> {
+pub(crate) fn spawn(argv: &[String], output: ChildOutput) -> io::Result<Running> {
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty command"))?;
@@ -134,7 +134,7 @@ fn exit_status_unreaped(pid: Pid, block: bool) -> io::Result<Option<ExitStatus>>
 }
 
 /// Sends `signal` to every process of group `pgid`; false when the group no longer exists.
-pub(super) fn signal_group(pgid: Pid, signal: i32) -> bool {
+pub(crate) fn signal_group(pgid: Pid, signal: i32) -> bool {
     // SAFETY: kill takes plain integers; a negative pid addresses the process group.
     unsafe { libc::kill(-pgid, signal) == 0 }
 }
@@ -142,7 +142,7 @@ pub(super) fn signal_group(pgid: Pid, signal: i32) -> bool {
 /// Sends `signal` to `process` if it still looks like that process (same group and name as when
 /// it was listed — not the same parent: it may have been re-parented since — so a reused pid is
 /// most likely left alone); false when it is gone.
-pub(super) fn signal_process(process: &ProcessStat, signal: i32) -> bool {
+pub(crate) fn signal_process(process: &ProcessStat, signal: i32) -> bool {
     let same = read_process_stat(process.pid)
         .is_some_and(|now| now.pgrp == process.pgrp && now.comm == process.comm);
     // SAFETY: kill takes plain integers; a positive pid addresses one process.
@@ -274,7 +274,7 @@ impl Drop for Launched {
 }
 
 /// The status of an exited command, noting when the watch itself stopped it.
-pub(super) fn status_of(
+pub(crate) fn status_of(
     status: ExitStatus,
     stopped_by: Option<super::StopReason>,
 ) -> CommandStatus {

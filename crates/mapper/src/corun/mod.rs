@@ -26,7 +26,7 @@
 //!
 //! [`map_running`] applies one mapping to processes that are already running (`map --pid`).
 
-mod launch;
+pub(crate) mod launch;
 mod roster;
 
 use std::fmt;
@@ -370,6 +370,24 @@ fn outside_group(pgid: Pid, processes: &[ProcessStat]) -> Vec<ProcessStat> {
         .collect()
 }
 
+/// Kills what the exited leader of command `pgid` left running: its group at once, and the
+/// processes that left the group (which a signal to the group misses) one by one. Returns how
+/// many processes it killed.
+pub(crate) fn kill_leftovers(pgid: Pid, processes: &[ProcessStat]) -> usize {
+    let rest = members(pgid, processes);
+    if rest.is_empty() {
+        return 0;
+    }
+    let group_killed = launch::signal_group(pgid, libc::SIGKILL);
+    let outside = outside_group(pgid, processes);
+    rest.iter()
+        .filter(|(pid, _)| match outside.iter().find(|p| p.pid == *pid) {
+            Some(process) => launch::signal_process(process, libc::SIGKILL),
+            None => group_killed,
+        })
+        .count()
+}
+
 /// Runs `commands` together, mapping all their threads with `options.algorithm` until every
 /// command has exited (see the module documentation). Setting `stop` stops them all.
 ///
@@ -439,20 +457,7 @@ pub fn corun(
         let processes = all_processes();
         for index in finished_now {
             if let Some(running) = &launched.running[index] {
-                // Anything the leader left behind dies with it: its group at once, and the
-                // processes that left the group (which a signal to the group misses) one by one.
-                let rest = members(running.pid, &processes);
-                if !rest.is_empty() {
-                    let group_killed = launch::signal_group(running.pid, libc::SIGKILL);
-                    let outside = outside_group(running.pid, &processes);
-                    leftovers[index] = rest
-                        .iter()
-                        .filter(|(pid, _)| match outside.iter().find(|p| p.pid == *pid) {
-                            Some(process) => launch::signal_process(process, libc::SIGKILL),
-                            None => group_killed,
-                        })
-                        .count();
-                }
+                leftovers[index] = kill_leftovers(running.pid, &processes);
             }
         }
         if stopped.is_none() {

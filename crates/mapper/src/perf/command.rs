@@ -15,13 +15,15 @@
 
 use std::fmt;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::profile::{counted_quantities, read_json_file};
 use super::{MixSource, Profile, ProfileError, ProfileRequest, ThreadCounters, probe_events};
+use crate::corun::ChildOutput;
+use crate::corun::kill_leftovers;
+use crate::corun::launch::{self, Launched};
 use crate::mix::{InstrClass, InstructionMix};
 use crate::tasks::{Pid, all_processes, descendants, threads_of};
 
@@ -203,6 +205,11 @@ impl fmt::Display for CommandProfile {
 /// child processes; the command's output goes to the caller's stderr. Must be called from a
 /// thread that no other part of the program uses to start processes meanwhile.
 ///
+/// The command runs as corun runs its commands: in a process group of its own, killed if the
+/// calling thread dies. When it exits, whatever it left running (its group, and processes that
+/// left the group) is killed; on an error or a panic part-way the whole group is killed and the
+/// command reaped, so nothing of it outlives the call.
+///
 /// # Errors
 /// [`ProfileError::CommandFailed`] when the command cannot start; counter errors.
 ///
@@ -221,26 +228,34 @@ pub fn profile_command(
     request: &ProfileRequest,
     declared_class: Option<InstrClass>,
 ) -> Result<CommandProfile, ProfileError> {
-    profile_command_listing(argv, request, declared_class, MAX_PROFILED_THREADS)
+    profile_command_listing(
+        argv,
+        request,
+        declared_class,
+        MAX_PROFILED_THREADS,
+        &mut |_| Ok(()),
+    )
 }
 
-/// [`profile_command`] with per-thread counters on at most `max_listed` threads.
+/// [`profile_command`] with per-thread counters on at most `max_listed` threads; `after_scan`
+/// sees the threads listed so far after each scan of `/proc`, and its error ends the profile.
 fn profile_command_listing(
     argv: &[String],
     request: &ProfileRequest,
     declared_class: Option<InstrClass>,
     max_listed: usize,
+    after_scan: &mut dyn FnMut(&[CommandThread]) -> Result<(), ProfileError>,
 ) -> Result<CommandProfile, ProfileError> {
     let command_failed = |source| ProfileError::CommandFailed {
         command: argv.join(" "),
         source,
     };
-    let Some((program, args)) = argv.split_first() else {
+    if argv.is_empty() {
         return Err(command_failed(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             "empty command",
         )));
-    };
+    }
     if crate::tasks::ignores_sigchld() {
         // The child could not be waited for (ECHILD at the first look): it would run on unseen.
         return Err(command_failed(std::io::Error::other(
@@ -250,20 +265,16 @@ fn profile_command_listing(
     }
     let (available, unavailable) = probe_events(&request.events);
     let mut counters = ThreadCounters::open_for_next_exec(&request.events, &available)?;
-    let stderr = std::os::fd::AsFd::as_fd(&std::io::stderr())
-        .try_clone_to_owned()
-        .map_err(command_failed)?;
-    let stdout = stderr.try_clone().map_err(command_failed)?;
-    let started = Instant::now();
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(stdout))
-        .stderr(Stdio::from(stderr))
-        .spawn()
-        .map_err(command_failed)?;
-    let root = child.id() as Pid;
+    // Started as corun starts its commands: in a process group of its own, killed if this thread
+    // dies; `launched` owns it, so any early return or panic from here on kills its group and
+    // reaps it, and nothing of it runs on after the profiler gave up.
+    let running = launch::spawn(argv, ChildOutput::Stderr).map_err(command_failed)?;
+    let (root, started) = (running.pid, running.started);
+    let mut launched = Launched {
+        running: vec![Some(running)],
+    };
     let mut watched: Vec<(CommandThread, ThreadCounters)> = Vec::new();
+    let mut listed: Vec<CommandThread> = Vec::new();
     let mut not_listed: Vec<Pid> = Vec::new();
     // Each thread's counters take one descriptor per available event; they stay open until the
     // command exits. Open them only while enough stay free for the scans.
@@ -297,6 +308,7 @@ fn profile_command_listing(
                             first_seen_s: started.elapsed().as_secs_f64(),
                         };
                         watched.push((id, counters));
+                        listed.push(id);
                         found_new = true;
                     }
                     // Out of descriptors after all (another part of the program took some): say
@@ -311,7 +323,12 @@ fn profile_command_listing(
                 }
             }
         }
-        if let Some(status) = child.try_wait().map_err(command_failed)? {
+        after_scan(&listed)?;
+        if !launched.note_exits().is_empty() {
+            // Unreaped until `launched` is dropped, so the group's id stays the command's.
+            let Some(Some((_, status))) = launched.running[0].as_ref().map(|r| r.finished) else {
+                unreachable!("note_exits reported the exit of the only command")
+            };
             break status;
         }
         interval = if found_new {
@@ -319,9 +336,14 @@ fn profile_command_listing(
         } else {
             (interval * 2).min(Duration::from_millis(50))
         };
-        std::thread::sleep(interval);
+        // Wakes at once when the command exits.
+        launched.wait_any(interval);
     };
     let wall_s = started.elapsed().as_secs_f64();
+    // What the command left running dies with it, as under corun; once it has exited, its
+    // counts are in the inherited totals.
+    kill_leftovers(root, &all_processes());
+    launched.kill_groups_and_wait(Duration::from_secs(1));
     let totals = counters.read(0)?;
     let mut thread_ids = Vec::with_capacity(watched.len());
     let mut threads = Vec::with_capacity(watched.len());
@@ -349,6 +371,8 @@ fn profile_command_listing(
 
 #[cfg(test)]
 mod tests {
+    use std::time::Instant;
+
     use super::*;
     use crate::perf::Quantity;
 
@@ -417,13 +441,69 @@ mod tests {
         let script = "for i in 1 2 3 4; do sleep 1 & done; wait";
         let argv: Vec<String> = ["sh", "-c", script].map(String::from).to_vec();
         let request = ProfileRequest::software_only("sh", 1);
-        let profile = profile_command_listing(&argv, &request, None, 2).unwrap();
+        let profile = profile_command_listing(&argv, &request, None, 2, &mut |_| Ok(())).unwrap();
         assert_eq!(profile.thread_ids.len(), 2);
         assert_eq!(profile.threads_not_listed, 3, "{profile}");
         let text = profile.to_string();
         assert!(text.contains("3 more thread(s)"), "{text}");
         let json = serde_json::to_string(&profile).unwrap();
         assert!(json.contains("\"threads_not_listed\":3"), "{json}");
+    }
+
+    /// Whether any of `pids` is still a running process (a zombie is not).
+    fn any_running(pids: &[Pid]) -> bool {
+        pids.iter().any(|&pid| {
+            crate::tasks::read_process_stat(pid).is_some_and(|p| crate::tasks::is_running(&p))
+        })
+    }
+
+    #[test]
+    fn a_profile_that_fails_or_panics_part_way_leaves_nothing_of_the_command_running() {
+        // The shell and two sleeps of 30 s; the profile gives up (an error, then a panic) once
+        // it has seen all three, and none may run on after it returned.
+        let argv: Vec<String> = ["sh", "-c", "sleep 30 & sleep 30 & wait"]
+            .map(String::from)
+            .to_vec();
+        let request = ProfileRequest::software_only("sh", 1);
+        for panics in [false, true] {
+            let mut seen: Vec<Pid> = Vec::new();
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                profile_command_listing(&argv, &request, None, 8, &mut |threads| {
+                    seen = threads.iter().map(|t| t.pid).collect();
+                    match (threads.len() >= 3, panics) {
+                        (false, _) => Ok(()),
+                        (true, false) => Err(ProfileError::NoThreads),
+                        (true, true) => panic!("the profile panics part-way"),
+                    }
+                })
+            }));
+            match outcome {
+                Ok(result) => assert!(matches!(result, Err(ProfileError::NoThreads))),
+                Err(_) => assert!(panics),
+            }
+            assert_eq!(seen.len(), 3, "{seen:?}");
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while any_running(&seen) {
+                assert!(
+                    Instant::now() < deadline,
+                    "still running after the profile gave up (panics: {panics}): {seen:?}"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+
+    #[test]
+    fn what_the_command_leaves_running_when_it_exits_is_killed_and_its_exit_code_reported() {
+        let argv: Vec<String> = ["sh", "-c", "sleep 30 & sleep 0.3; exit 4"]
+            .map(String::from)
+            .to_vec();
+        let profile =
+            profile_command(&argv, &ProfileRequest::software_only("sh", 1), None).unwrap();
+        assert_eq!(profile.exit_code, Some(4));
+        let pids: Vec<Pid> = profile.thread_ids.iter().map(|id| id.pid).collect();
+        assert_eq!(pids.len(), 3, "the shell and both sleeps: {profile}");
+        assert!(!any_running(&pids), "left running: {pids:?}");
     }
 
     #[test]
