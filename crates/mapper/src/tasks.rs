@@ -156,6 +156,37 @@ pub fn threads_of(pid: Pid) -> Vec<Pid> {
     tids
 }
 
+/// The start time of a task from the text of its `/proc/PID/task/TID/stat` (field 22, in clock
+/// ticks since boot): with its TID, it names one thread for good, since the kernel gives the TID
+/// of an exited thread to later ones.
+///
+/// ```
+/// use parbench_mapper::tasks::parse_start_time;
+/// let stat = "42 (a (b) c) S 7 42 42 0 -1 4194560 1 0 0 0 3 1 0 0 20 0 1 0 123456 2 3";
+/// assert_eq!(parse_start_time(stat), Some(123456));
+/// assert_eq!(parse_start_time("42 (sh) S 7"), None);
+/// ```
+pub fn parse_start_time(text: &str) -> Option<u64> {
+    // Fields 3 (state) onwards follow the last `)`; the start time is field 22.
+    text.get(text.rfind(')')? + 1..)?
+        .split_whitespace()
+        .nth(22 - 3)?
+        .parse()
+        .ok()
+}
+
+/// The start time of thread `tid` of process `pid` ([`parse_start_time`]); `None` when it does
+/// not exist (any more).
+///
+/// ```
+/// let me = std::process::id() as i32;
+/// assert!(parbench_mapper::tasks::thread_start_time(me, me).is_some());
+/// assert_eq!(parbench_mapper::tasks::thread_start_time(me, i32::MAX), None);
+/// ```
+pub fn thread_start_time(pid: Pid, tid: Pid) -> Option<u64> {
+    parse_start_time(&fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?)
+}
+
 /// Whether a `/proc` state letter is an exited task's: `Z` (zombie) or `X` (dead).
 fn has_exited(state: char) -> bool {
     matches!(state, 'Z' | 'X')

@@ -1,12 +1,14 @@
-//! `corun` run as PID 1 of a PID namespace (as in a container): each test runs this binary
-//! again, alone, as root of new user and PID namespaces with their own `/proc` (`unshare`). It
-//! prints SKIPPED where such namespaces cannot be made. A binary of its own: inside, nothing
-//! else may create threads meanwhile.
+//! `corun` and `profile -- CMD` run as PID 1 of a PID namespace (as in a container), where they
+//! can also make the kernel reuse a TID on demand: each test runs this binary again, alone, as
+//! root of new user and PID namespaces with their own `/proc` (`unshare`), where the commands can
+//! set the next PID (`/proc/sys/kernel/ns_last_pid`). It prints SKIPPED where such namespaces
+//! cannot be made. A binary of its own: inside, nothing else may create threads meanwhile.
 
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 
 use parbench_mapper::corun::{ChildOutput, CommandSpec, CommandStatus, CorunOptions, corun};
+use parbench_mapper::perf::{ProfileRequest, profile_command};
 use parbench_mapper::{Algorithm, Topology};
 
 /// Set in the environment of the run inside the namespaces.
@@ -69,4 +71,27 @@ fn corun_as_pid_1_runs_its_commands() {
         let report = corun(&topology, &commands, &options, &AtomicBool::new(false)).unwrap();
         assert_eq!(report.commands[0].status, CommandStatus::Exited { code: 3 });
     });
+}
+
+#[test]
+fn a_thread_that_reuses_an_exited_threads_tid_is_listed_too() {
+    in_new_pid_namespace(
+        "a_thread_that_reuses_an_exited_threads_tid_is_listed_too",
+        || {
+            // The first sleep exits and is reaped; the next PID is set back so that the second
+            // sleep gets the first one's PID (and TID); the shell exits with 9 if it did not.
+            // Each sleep runs for half a second: the scans come every 50 ms at most.
+            let script = "sleep 0.5 & first=$!; wait; \
+                          echo $((first - 1)) > /proc/sys/kernel/ns_last_pid; \
+                          sleep 0.5 & second=$!; wait; [ $first = $second ] || exit 9";
+            let argv: Vec<String> = ["sh", "-c", script].map(String::from).to_vec();
+            let request = ProfileRequest::software_only("sh", 1);
+            let profile = profile_command(&argv, &request, None).unwrap();
+            assert_eq!(profile.exit_code, Some(0), "TID not reused: {profile}");
+            let tids: Vec<_> = profile.thread_ids.iter().map(|id| id.tid).collect();
+            assert_eq!(tids.len(), 3, "the shell and both sleeps: {profile}");
+            assert_eq!(tids[1], tids[2], "{profile}");
+            assert_eq!(profile.threads_not_listed, 0, "{profile}");
+        },
+    );
 }

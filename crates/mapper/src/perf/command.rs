@@ -25,7 +25,7 @@ use crate::corun::ChildOutput;
 use crate::corun::kill_leftovers;
 use crate::corun::launch::{self, Launched};
 use crate::mix::{InstrClass, InstructionMix};
-use crate::tasks::{Pid, all_processes, descendants, threads_of};
+use crate::tasks::{Pid, all_processes, descendants, thread_start_time, threads_of};
 
 /// Per-thread counters are opened on at most this many threads (each costs one descriptor per
 /// event).
@@ -79,7 +79,8 @@ pub struct CommandProfile {
     /// profiles written before per-thread counting existed.
     #[serde(default)]
     pub per_thread: Option<Profile>,
-    /// Which thread each entry of `per_thread` is.
+    /// Which thread each entry of `per_thread` is (a TID appears twice when the kernel gave an
+    /// exited thread's TID to a later one).
     #[serde(default)]
     pub thread_ids: Vec<CommandThread>,
     /// Threads seen after [`MAX_PROFILED_THREADS`] had their counters, when more counters would
@@ -273,9 +274,10 @@ fn profile_command_listing(
     let mut launched = Launched {
         running: vec![Some(running)],
     };
-    let mut watched: Vec<(CommandThread, ThreadCounters)> = Vec::new();
+    // Each listed thread with its start time (a TID alone may be an exited thread's, reused).
+    let mut watched: Vec<(CommandThread, u64, ThreadCounters)> = Vec::new();
     let mut listed: Vec<CommandThread> = Vec::new();
-    let mut not_listed: Vec<Pid> = Vec::new();
+    let mut not_listed: Vec<(Pid, u64)> = Vec::new();
     // Each thread's counters take one descriptor per available event; they stay open until the
     // command exits. Open them only while enough stay free for the scans.
     let per_thread = request
@@ -292,22 +294,32 @@ fn profile_command_listing(
         let mut found_new = false;
         for pid in descendants(root, &processes) {
             for tid in threads_of(pid) {
-                if watched.iter().any(|(id, _)| id.tid == tid) || not_listed.contains(&tid) {
+                let Some(start) = thread_start_time(pid, tid) else {
+                    continue; // exited since the listing
+                };
+                let known = |(id, since, _): &(CommandThread, u64, ThreadCounters)| {
+                    id.tid == tid && *since == start
+                };
+                if watched.iter().any(known) || not_listed.contains(&(tid, start)) {
                     continue;
                 }
                 let needed = (watched.len() as u64 + 1).saturating_mul(per_thread);
                 if watched.len() >= max_listed || needed > descriptors_left {
-                    not_listed.push(tid);
+                    not_listed.push((tid, start));
                     continue;
                 }
                 match ThreadCounters::open_on_thread(&request.events, &available, tid) {
+                    // The thread exited and a new one got its TID between the look at its start
+                    // time and the open: these counters are on the new thread, which the next
+                    // scan finds with its own start time.
+                    Ok(_) if thread_start_time(pid, tid).is_some_and(|now| now != start) => {}
                     Ok(counters) => {
                         let id = CommandThread {
                             pid,
                             tid,
                             first_seen_s: started.elapsed().as_secs_f64(),
                         };
-                        watched.push((id, counters));
+                        watched.push((id, start, counters));
                         listed.push(id);
                         found_new = true;
                     }
@@ -317,7 +329,7 @@ fn profile_command_listing(
                     Err(ProfileError::Os { source, .. })
                         if matches!(source.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) =>
                     {
-                        not_listed.push(tid);
+                        not_listed.push((tid, start));
                     }
                     Err(_) => {}
                 }
@@ -347,7 +359,7 @@ fn profile_command_listing(
     let totals = counters.read(0)?;
     let mut thread_ids = Vec::with_capacity(watched.len());
     let mut threads = Vec::with_capacity(watched.len());
-    for (index, (id, mut counters)) in watched.into_iter().enumerate() {
+    for (index, (id, _, mut counters)) in watched.into_iter().enumerate() {
         threads.push(counters.read(index)?);
         thread_ids.push(id);
     }
