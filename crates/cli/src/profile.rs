@@ -16,7 +16,7 @@ use parbench_kernels::{
     Kernel, KernelError, Params, PreparedKernel, RunReport, SeqExecutor, find_kernel,
 };
 use parbench_mapper::InstructionMix;
-use parbench_mapper::perf::{Profile, ProfileRequest, profile_threads};
+use parbench_mapper::perf::{Profile, ProfileRequest, profile_threads, raise_descriptor_limit};
 
 use crate::args::{parse_key_value, parse_positive};
 use crate::commands::{untaken_parameter, write_stdout};
@@ -146,6 +146,9 @@ pub fn profile_kernel(
 /// [`CliError::Kernel`] for an unknown kernel (listing the valid names) or a bad parameter, and
 /// the errors of [`profile_kernel`] and of writing the JSON file.
 pub fn run(args: &ProfileArgs) -> Result<(), CliError> {
+    // Every profiled thread takes a descriptor per event: the hard limit, not the usual soft
+    // 1024, bounds how many get counters. Best effort; a profiled command gets the old limit.
+    let _ = raise_descriptor_limit();
     if args.class.is_some() && args.kernel.is_some() {
         return Err(CliError::Usage(
             "--class is for profiling a command (`-- CMD ARGS`); a kernel declares its own class"

@@ -700,6 +700,65 @@ fn profile_says_on_stdout_stderr_and_in_json_that_threads_beyond_the_cap_are_not
 }
 
 #[test]
+fn profile_raises_its_descriptor_limit_for_the_counters_and_not_for_the_command() {
+    // Under a soft limit of 64 descriptors, only a dozen of 41 threads would get per-thread
+    // counters; the hard limit is the bound once profile raises the soft one. The command
+    // itself must still run under 64 (`ulimit -Sn` prints it to parbench-cli's stderr).
+    let soft: u64 = 64;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into a valid rlimit we own.
+    assert_eq!(
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
+        0
+    );
+    if limit.rlim_max < 1024 {
+        eprintln!(
+            "SKIPPED: descriptor limit raise: hard limit {}",
+            limit.rlim_max
+        );
+        return;
+    }
+    let lowered = libc::rlimit {
+        rlim_cur: soft,
+        ..limit
+    };
+    let script = "i=0; while [ $i -lt 40 ]; do sleep 2 & i=$((i+1)); done; \
+                  echo \"soft limit $(ulimit -Sn)\"; wait";
+    let path = scratch("profile-descriptor-limit.json");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_parbench-cli"));
+    command.args([
+        "profile",
+        "-o",
+        path.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    // SAFETY: the closure runs in the forked child before exec and only calls setrlimit (a bare
+    // system call) on a value it reads; lowering a soft limit is always allowed.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lowered) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let output = command.output().unwrap();
+    let (out, err) = (text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{err}");
+    let report = read_json(&path);
+    let listed = report["thread_ids"].as_array().unwrap().len();
+    let not_listed = report["threads_not_listed"].as_u64().unwrap();
+    assert_eq!((listed, not_listed), (41, 0), "{out}");
+    assert!(err.contains(&format!("soft limit {soft}\n")), "{err}");
+}
+
+#[test]
 fn bad_corun_input_is_one_line() {
     assert_bad_input(
         &["corun", "--algorithm", "best", "--", "true"],

@@ -19,7 +19,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{ChildOutput, CommandStatus};
@@ -44,6 +44,73 @@ pub(crate) struct Launched {
     pub running: Vec<Option<Running>>,
 }
 
+/// The soft `RLIMIT_NOFILE` this process had before [`raise_descriptor_limit`] first raised it;
+/// `u64::MAX` until then.
+static SOFT_DESCRIPTOR_LIMIT_BEFORE_RAISE: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Raises this process's soft limit on open descriptors (`ulimit -n`, `RLIMIT_NOFILE`) to its hard
+/// limit, best effort, and returns the soft limit now in force (`None` when it cannot be read).
+/// Per-thread counters take one descriptor per event on every thread, so with a PMU's dozen
+/// events the usual soft limit of 1024 runs out near 90 threads, while the hard limit is often
+/// far higher. The commands that corun and
+/// [`profile_command`](crate::perf::profile_command) start afterwards get the soft limit as it
+/// was: they run as they would without the profiler (a soft limit above 1024 breaks programs
+/// that pass descriptors to `select`).
+///
+/// ```
+/// let raised = parbench_mapper::perf::raise_descriptor_limit().unwrap();
+/// assert_eq!(parbench_mapper::perf::raise_descriptor_limit(), Some(raised));
+/// ```
+pub fn raise_descriptor_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into a valid rlimit we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    if limit.rlim_cur >= limit.rlim_max {
+        return Some(limit.rlim_cur);
+    }
+    let raised = libc::rlimit {
+        rlim_cur: limit.rlim_max,
+        ..limit
+    };
+    // SAFETY: setrlimit reads a valid rlimit; raising the soft limit up to the hard one is always
+    // allowed (it can still fail, e.g. under a seccomp filter: then the limit stays as it was).
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+        return Some(limit.rlim_cur);
+    }
+    // Relaxed: the value is all there is to publish; only the first raise records the original.
+    let _ = SOFT_DESCRIPTOR_LIMIT_BEFORE_RAISE.compare_exchange(
+        u64::MAX,
+        limit.rlim_cur,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    Some(raised.rlim_cur)
+}
+
+/// The descriptor limit a command should start with: the soft limit from before
+/// [`raise_descriptor_limit`] under the hard limit now, if the soft limit was raised.
+fn descriptor_limit_for_commands() -> Option<libc::rlimit> {
+    // Relaxed: see raise_descriptor_limit.
+    let before = SOFT_DESCRIPTOR_LIMIT_BEFORE_RAISE.load(Ordering::Relaxed);
+    if before == u64::MAX {
+        return None;
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into a valid rlimit we own.
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0).then(|| libc::rlimit {
+        rlim_cur: before.min(limit.rlim_max),
+        ..limit
+    })
+}
+
 /// Starts `argv` in a new process group.
 pub(crate) fn spawn(argv: &[String], output: ChildOutput) -> io::Result<Running> {
     let (program, args) = argv
@@ -65,10 +132,16 @@ pub(crate) fn spawn(argv: &[String], output: ChildOutput) -> io::Result<Running>
         }
     }
     let parent = std::process::id() as libc::pid_t;
+    let descriptor_limit = descriptor_limit_for_commands();
     // SAFETY: the closure runs in the forked child between fork and exec. It only calls prctl,
-    // getppid and raise, which are async-signal-safe, and allocates nothing.
+    // setrlimit (a bare system call), getppid and raise, which are async-signal-safe, and
+    // allocates nothing; `descriptor_limit` is a plain value it reads.
     unsafe {
         command.pre_exec(move || {
+            // Lowering the soft limit is always allowed; a failure leaves it raised, harmless.
+            if let Some(limit) = &descriptor_limit {
+                libc::setrlimit(libc::RLIMIT_NOFILE, limit);
+            }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(io::Error::last_os_error());
             }

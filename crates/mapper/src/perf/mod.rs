@@ -23,6 +23,7 @@ mod workload_mix;
 use std::io;
 use std::path::PathBuf;
 
+pub use crate::corun::launch::raise_descriptor_limit;
 pub use command::{CommandProfile, profile_command};
 pub use counter::{EventCounter, Reading};
 pub use events::{
