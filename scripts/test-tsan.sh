@@ -8,8 +8,11 @@
 #     cannot be installed it prints "SKIPPED: <reason>" and exits 0.
 #  2. rustc links the TSan runtime from `<sysroot>/lib/rustlib/<target>/lib/librustc-stable_rt.tsan.a`,
 #     which Debian does not ship; LLVM 19's `libclang_rt.tsan-x86_64.a` is that runtime. A private
-#     sysroot under target/ (links to /usr/lib/rustlib plus that one file) provides it without
+#     sysroot in the target dir (links to /usr/lib/rustlib plus that one file) provides it without
 #     touching the system.
+#
+# Builds under $CARGO_TARGET_DIR/tsan (default target/tsan), the sysroot in
+# $CARGO_TARGET_DIR/tsan-sysroot.
 #  3. A canary: a deliberate data race between two pool workers (tests/tsan_canary.rs of the
 #     scheduler, an ignored test run on its own here) must be reported with file:line, or the step
 #     fails — so a sanitizer that silently stopped watching cannot pass the suite below.
@@ -23,6 +26,10 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The caller's target dir, made absolute before the cd below so a relative one means what it meant
+# where the script was started (as it would to cargo there).
+target_root=${CARGO_TARGET_DIR:-$repo/target}
+[[ $target_root == /* ]] || target_root=$PWD/$target_root
 cd "$repo"
 
 target=x86_64-unknown-linux-gnu
@@ -59,7 +66,7 @@ tools_present || install_tools
 
 # The private sysroot: every entry of the real one, plus the TSan runtime under rustc's name.
 real_sysroot=$("$rustc_bin" --print sysroot)
-sysroot=$repo/target/tsan-sysroot
+sysroot=$target_root/tsan-sysroot
 rm -rf "$sysroot"
 mkdir -p "$sysroot/lib/rustlib/$target/lib"
 for entry in "$real_sysroot"/lib/rustlib/*; do
@@ -76,8 +83,9 @@ echo "== toolchain: $(cargo --version) driving $("$rustc_bin" --version), sysroo
 export RUSTC=$rustc_bin
 export RUSTC_BOOTSTRAP=1
 export RUSTFLAGS="-Zsanitizer=thread --cfg crossbeam_sanitize_thread --sysroot $sysroot"
-# Separate target dir: a different compiler and std would otherwise invalidate the host build.
-export CARGO_TARGET_DIR=$repo/target/tsan
+# A separate target dir, tsan/ under the caller's (default target/): a different compiler and std
+# would otherwise invalidate the host build.
+export CARGO_TARGET_DIR=$target_root/tsan
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$repo/scripts/tsan/suppressions.txt external_symbolizer_path=$symbolizer"
 export PARBENCH_STRESS_ROUNDS=${PARBENCH_STRESS_ROUNDS:-60}
 # Optimization level 1 (debug assertions stay on): the instrumented tests then run about 4×

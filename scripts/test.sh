@@ -5,6 +5,12 @@
 # emulation tests of the atomics crate, and a compile of all benchmarks. Installs what it needs (see deps.sh).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The caller's target dir (default target/), made absolute before the cd below so a relative one
+# means what it meant where the script was started, and exported so that cargo here and
+# test-tsan.sh and test-aarch64.sh below all build under it.
+target_root=${CARGO_TARGET_DIR:-$repo/target}
+[[ $target_root == /* ]] || target_root=$PWD/$target_root
+export CARGO_TARGET_DIR=$target_root
 cd "$repo"
 
 started=$(date +%s)
@@ -15,21 +21,21 @@ step "dependencies"
 scripts/deps.sh
 
 step "disk space"
-# A run from a fresh clone leaves about 4.8 GiB in target/ (28 Nov: debug 2.8, ThreadSanitizer 1.1,
-# release 0.4, aarch64 0.35, loom 0.15; 5.9 GiB on 25 Nov), and more is in use while it builds.
-# A full disk fails late, in whichever build comes next, with compiler errors that do not say why.
-# Checked here instead, counting what target/ already holds.
+# A run from a fresh clone leaves about 4.8 GiB in the target dir (28 Nov: debug 2.8,
+# ThreadSanitizer 1.1, release 0.4, aarch64 0.35, loom 0.15; 5.9 GiB on 25 Nov), and more is in
+# use while it builds. A full disk fails late, in whichever build comes next, with compiler errors
+# that do not say why. Checked here instead, counting what the target dir already holds.
 need_gib=7
-mkdir -p target
-avail_kib=$(df -Pk target | awk 'NR == 2 { print $4 }')
-held_kib=$(du -sk target | cut -f1)
+mkdir -p "$target_root"
+avail_kib=$(df -Pk "$target_root" | awk 'NR == 2 { print $4 }')
+held_kib=$(du -sk "$target_root" | cut -f1)
 if (( avail_kib + held_kib < need_gib * 1024 * 1024 )); then
-    printf 'error: the full test run needs about %s GiB for target/; %s GiB are free on %s (target/ holds %s GiB)\n' \
-        "$need_gib" "$(( avail_kib / 1024 / 1024 ))" "$(df -P target | awk 'NR == 2 { print $6 }')" \
-        "$(( held_kib / 1024 / 1024 ))" >&2
+    printf 'error: the full test run needs about %s GiB for %s; %s GiB are free on %s (it holds %s GiB)\n' \
+        "$need_gib" "$target_root" "$(( avail_kib / 1024 / 1024 ))" \
+        "$(df -P "$target_root" | awk 'NR == 2 { print $6 }')" "$(( held_kib / 1024 / 1024 ))" >&2
     exit 1
 fi
-echo "$(( (avail_kib + held_kib) / 1024 / 1024 )) GiB available for target/ (about $need_gib needed)"
+echo "$(( (avail_kib + held_kib) / 1024 / 1024 )) GiB available for $target_root (about $need_gib needed)"
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -38,11 +44,10 @@ step "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "cargo test --workspace (unit, integration and doc tests)"
-mkdir -p target
-cargo test --workspace --locked 2>&1 | tee target/test-output.txt
+cargo test --workspace --locked 2>&1 | tee "$target_root/test-output.txt"
 
 step "loom models of the scheduler's completion, split-range and exit protocols"
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$target_root/loom \
     cargo test -p parbench-scheduler --release --lib --locked loom_
 
 step "ThreadSanitizer over the scheduler, kernels and atomics test-suites (fails on any report)"
@@ -50,7 +55,7 @@ scripts/test-tsan.sh
 
 step "oversubscribed stress of the scheduler (release, 10 000 rounds, pools of 64 and 256 threads)"
 PARBENCH_STRESS_ROUNDS=10000 cargo test -p parbench-scheduler --release --locked --test stress \
-    -- --nocapture 2>&1 | tee -a target/test-output.txt
+    -- --nocapture 2>&1 | tee -a "$target_root/test-output.txt"
 
 step "aarch64 emulation tests and instruction check of parbench-atomics"
 scripts/test-aarch64.sh
@@ -71,4 +76,4 @@ cargo test --workspace --benches --no-run --locked
 printf '\n== all checks passed in %ss\n' "$(( $(date +%s) - started ))"
 # One closing line over every `cargo test` result above (unit, integration and doc tests).
 awk '/^test result:/ { passed += $4; failed += $6 } END { printf "%d passed, %d failed\n", passed, failed }' \
-    target/test-output.txt
+    "$target_root/test-output.txt"
