@@ -669,6 +669,12 @@ fn map_pid_pins_the_threads_of_a_running_program() {
     target.wait().unwrap();
 }
 
+/// `parbench-cli profile -o PATH -- sh -c SCRIPT`'s arguments.
+fn profile_sh_args<'a>(path: &'a std::path::Path, script: &'a str) -> [&'a str; 7] {
+    let path = path.to_str().unwrap();
+    ["profile", "-o", path, "--", "sh", "-c", script]
+}
+
 #[test]
 fn profile_says_on_stdout_stderr_and_in_json_that_threads_beyond_the_cap_are_not_listed() {
     // 300 single-threaded sleeps and their shell, all alive for 3 s (scans come every 50 ms at
@@ -676,15 +682,7 @@ fn profile_says_on_stdout_stderr_and_in_json_that_threads_beyond_the_cap_are_not
     // the descriptor limit), the others are counted.
     let script = "i=0; while [ $i -lt 300 ]; do sleep 3 & i=$((i+1)); done; wait";
     let path = scratch("profile-many-threads.json");
-    let (out, err) = cli_ok(&[
-        "profile",
-        "-o",
-        path.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        script,
-    ]);
+    let (out, err) = cli_ok(&profile_sh_args(&path, script));
     let report = read_json(&path);
     let listed = report["thread_ids"].as_array().unwrap().len();
     let not_listed = report["threads_not_listed"].as_u64().unwrap() as usize;
@@ -729,15 +727,7 @@ fn profile_raises_its_descriptor_limit_for_the_counters_and_not_for_the_command(
                   echo \"soft limit $(ulimit -Sn)\"; wait";
     let path = scratch("profile-descriptor-limit.json");
     let mut command = Command::new(env!("CARGO_BIN_EXE_parbench-cli"));
-    command.args([
-        "profile",
-        "-o",
-        path.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        script,
-    ]);
+    command.args(profile_sh_args(&path, script));
     // SAFETY: the closure runs in the forked child before exec and only calls setrlimit (a bare
     // system call) on a value it reads; lowering a soft limit is always allowed.
     unsafe {
