@@ -12,7 +12,10 @@
 //! `broadcast` queues one job per worker in a queue only that worker reads (no other thread may
 //! steal it), counts their completions on one completion node, and waits for it like a loop call;
 //! the caller helps with other work meanwhile. A worker runs its broadcast job when it next looks
-//! for work, so a worker stuck in a long task delays the broadcast (as in rayon).
+//! for work, so a worker stuck in a long task delays the broadcast (as in rayon). A worker that
+//! waits inside another pool's operation (its `install`, say) runs it there while it waits, as
+//! it runs the shares handed to it (`serve_home` in `registry.rs`): nobody else may, and that operation
+//! may be waiting for this very broadcast.
 
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};

@@ -62,6 +62,11 @@ thread_local! {
     static CURRENT: Cell<*const WorkerCtx<'static>> = const { Cell::new(ptr::null()) };
     /// How many waits for a latch are on this thread's stack.
     static WAIT_DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// The worker context of the pool this thread is a worker of (null on other threads), for
+    /// the whole of `Registry::worker_main`: while the thread waits in a context of another
+    /// operation (a guest slot, or blocked in `in_worker_blocking`), it still runs the work
+    /// handed to it there (see `serve_home`).
+    static HOME: Cell<*const WorkerCtx<'static>> = const { Cell::new(ptr::null()) };
 }
 
 /// A deque an outside thread borrows for the duration of its outermost call.
@@ -274,7 +279,13 @@ impl Registry {
         // set below — the worker that runs the job touches nothing of it after setting it.
         self.injector.push(unsafe { job.as_job_ref() });
         self.sleep.wake_one();
+        // A worker of another pool blocked here still runs the work handed to it there (see
+        // `serve_home`); marked away, it is unparked for it.
+        let _away = AwayMark::enter();
         while !job.latch.probe() {
+            if serve_home() {
+                continue;
+            }
             if job.latch.prepare_sleep() {
                 std::thread::park();
                 job.latch.cancel_sleep();
@@ -284,10 +295,14 @@ impl Registry {
     }
 
     /// Hands `job` to worker `index` and wakes it; if it is busy running a task, wakes another
-    /// worker that may steal the job instead.
+    /// worker that may steal the job instead. A busy worker may be waiting away from this pool
+    /// (in another pool's operation, where it still runs its inbox: see `serve_home`), parked
+    /// outside the sleep protocol: it is unparked too. A worker away is always busy (it went
+    /// away from inside a task or a hook), so a worker found idle needs no such unpark.
     pub(crate) fn push_to(&self, index: usize, job: JobRef) {
         self.inboxes[index].push(job);
         if self.sleep.wake(index) {
+            self.sleep.unpark_if_away(index);
             self.wake_one_thief();
         }
     }
@@ -302,10 +317,12 @@ impl Registry {
         self.panic_handler.get()
     }
 
-    /// Hands `job` to worker `index` alone (no other thread takes it) and wakes it.
+    /// Hands `job` to worker `index` alone (no other thread takes it) and wakes it — also when
+    /// it waits away from this pool, where it runs the job (see `serve_home`).
     pub(crate) fn push_broadcast(&self, index: usize, job: JobRef) {
         self.broadcasts[index].push(job);
         self.sleep.wake(index);
+        self.sleep.unpark_if_away(index);
     }
 
     /// Submits `job` from outside any context.
@@ -421,6 +438,7 @@ impl Registry {
         self.sleep.register_current(index);
         let ctx = WorkerCtx::new(self, Slot::Worker(index), deque);
         let _scope = ContextScope::enter(&ctx);
+        let _home = HomeScope::enter(&ctx);
         {
             let _busy = BusyMark::set(self, index, true);
             on_start();
@@ -512,6 +530,91 @@ impl Drop for DetachedDone {
         {
             registry.sleep.wake_all();
         }
+    }
+}
+
+/// Marks `ctx` as this thread's home for the life of a worker (see `HOME`).
+struct HomeScope;
+
+impl HomeScope {
+    fn enter(ctx: &WorkerCtx<'_>) -> Self {
+        HOME.set((ctx as *const WorkerCtx<'_>).cast());
+        HomeScope
+    }
+}
+
+impl Drop for HomeScope {
+    fn drop(&mut self) {
+        HOME.set(ptr::null());
+    }
+}
+
+/// The calling thread's worker context in the pool it is a worker of, if it is one.
+fn home() -> Option<&'static WorkerCtx<'static>> {
+    // SAFETY: HOME points to the context in `worker_main`'s frame, which outlives everything
+    // this thread runs (it is reset before that frame is left).
+    unsafe { HOME.get().as_ref() }
+}
+
+/// Runs the work handed to the calling thread in the pool it is a worker of — its broadcast
+/// jobs and its inbox — in that worker's context; returns whether there was any. Called where
+/// such a thread waits in the context of another operation — a guest slot (of another pool, or
+/// of its own pool entered through another pool's work) or `in_worker_blocking` — instead of
+/// its worker loop, marked away ([`AwayMark`]) so that hand-offs unpark it.
+///
+/// Nobody else may run its broadcast jobs, and a broadcast waits for all of them; its inbox is
+/// stealable, but not by the workers that stand aside for outside callers, which may be all the
+/// others. A worker of pool A waiting in `B.install` for B's work, whose tasks broadcast on A or
+/// make a loop call on A that hands this worker a share, would otherwise wait for work that
+/// waits for it. rayon's cross-pool wait keeps running the waiting worker's own pool's work for
+/// the same reason.
+fn serve_home() -> bool {
+    let Some(home) = home() else {
+        return false;
+    };
+    let Slot::Worker(index) = home.slot else {
+        return false;
+    };
+    let registry = home.registry;
+    let mut ran = false;
+    while let Some(job) = steal_from(|| registry.broadcasts[index].steal())
+        .or_else(|| steal_from(|| registry.inboxes[index].steal()))
+    {
+        let _scope = ContextScope::enter(home);
+        // Work of an operation: calls made in it are nested.
+        let _within = home.set_install_top(false);
+        home.execute_busy(job);
+        ran = true;
+    }
+    ran
+}
+
+/// Marks the calling thread, if it is a worker, as waiting away from its worker loop until
+/// dropped (see `Sleep::set_away`).
+struct AwayMark {
+    home: &'static WorkerCtx<'static>,
+    index: usize,
+    previous: bool,
+}
+
+impl AwayMark {
+    fn enter() -> Option<Self> {
+        let home = home()?;
+        let Slot::Worker(index) = home.slot else {
+            return None;
+        };
+        let previous = home.registry.sleep.set_away(index, true);
+        Some(AwayMark {
+            home,
+            index,
+            previous,
+        })
+    }
+}
+
+impl Drop for AwayMark {
+    fn drop(&mut self) {
+        self.home.registry.sleep.set_away(self.index, self.previous);
     }
 }
 
@@ -775,6 +878,11 @@ impl<'r> WorkerCtx<'r> {
             Slot::Worker(index) => Some(BusyMark::set(registry, index, false)),
             Slot::Guest(_) => None,
         };
+        // A guest that is a worker elsewhere keeps running the work handed to it there.
+        let away = match self.slot {
+            Slot::Guest(_) => AwayMark::enter(),
+            Slot::Worker(_) => None,
+        };
         let mut idle_since: Option<u64> = None;
         let mut idle_rounds = 0u32;
         loop {
@@ -783,6 +891,12 @@ impl<'r> WorkerCtx<'r> {
             }
             if let Some(job) = self.find_work() {
                 self.execute_busy(job);
+                idle_since = None;
+                idle_rounds = 0;
+                continue;
+            }
+            // A guest that is a worker elsewhere runs the work handed to it there.
+            if away.is_some() && serve_home() {
                 idle_since = None;
                 idle_rounds = 0;
                 continue;
@@ -810,7 +924,8 @@ impl<'r> WorkerCtx<'r> {
                     .sleep
                     .sleep(index, || done() || registry.has_visible_work(self)),
                 // Nothing but this guest pushes to its deque, which is empty here, so only its
-                // latch (which unparks it) can end the wait.
+                // latch (which unparks it) can end the wait — or, on a thread that is a worker
+                // of a pool, work handed to it there (`serve_home`; it is unparked for it).
                 Slot::Guest(_) => {
                     if !done() {
                         std::thread::park();

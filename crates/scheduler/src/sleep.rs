@@ -55,6 +55,10 @@ struct WorkerSleep {
     asleep: AtomicBool,
     /// Running a task (not looking for work): work handed to this worker would wait.
     busy: AtomicBool,
+    /// Waiting inside another operation's context (a guest of another pool, or of this one
+    /// through another pool's work), where it parks outside this protocol but still runs the
+    /// work handed to it here (`serve_home` in `registry.rs`): a hand-off must unpark it.
+    away: AtomicBool,
     thread: OnceLock<Thread>,
     /// Diagnostics only (`ThreadPool::snapshot`): latch waits on the worker's stack and the kind
     /// of the innermost one (`WaitKind` as `1 + index`, 0 for none).
@@ -76,6 +80,7 @@ impl Sleep {
                     CachePadded::new(WorkerSleep {
                         asleep: AtomicBool::new(false),
                         busy: AtomicBool::new(false),
+                        away: AtomicBool::new(false),
                         thread: OnceLock::new(),
                         waits: AtomicU32::new(0),
                         innermost_wait: AtomicU8::new(0),
@@ -213,6 +218,33 @@ impl Sleep {
             if let Some(thread) = worker.thread.get() {
                 thread.unpark();
             }
+        }
+    }
+
+    /// Marks worker `index` (the calling thread) as waiting away from its worker loop (`true`)
+    /// or not; returns the previous mark.
+    ///
+    /// The store-buffer pattern of `sleep`: the thread marks itself away, then looks at its
+    /// queues, then parks; a pusher pushes, issues a `SeqCst` fence (`wake`) and then reads the
+    /// mark (`unpark_if_away`). Whichever comes second sees the other, and an unpark that comes
+    /// before the park leaves a token.
+    pub(crate) fn set_away(&self, index: usize, away: bool) -> bool {
+        let previous = self.workers[index].away.swap(away, Ordering::SeqCst);
+        if away {
+            fence(Ordering::SeqCst);
+        }
+        previous
+    }
+
+    /// Unparks worker `index` if it waits away from its worker loop (see `set_away`). Call
+    /// after `wake`, whose fence orders the caller's push before the read.
+    pub(crate) fn unpark_if_away(&self, index: usize) {
+        let worker = &self.workers[index];
+        // SeqCst: part of the store-buffer pattern of `set_away`.
+        if worker.away.load(Ordering::SeqCst)
+            && let Some(thread) = worker.thread.get()
+        {
+            thread.unpark();
         }
     }
 

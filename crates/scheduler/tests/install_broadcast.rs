@@ -182,3 +182,141 @@ fn spawn_from_an_outside_caller_inside_a_call_reaches_the_pool() {
     pool.install(|| parbench_scheduler::spawn(move || tx.send(7).unwrap()));
     assert_eq!(rx.recv_timeout(PATIENCE).unwrap(), 7);
 }
+
+/// Runs `scenario` on a thread of its own and returns its result, failing the test if it has
+/// not finished within [`PATIENCE`] (a hang fails instead of blocking the test run).
+fn within_patience<R: Send + 'static>(scenario: impl FnOnce() -> R + Send + 'static) -> R {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(scenario());
+    });
+    rx.recv_timeout(PATIENCE)
+        .expect("the scenario hung (or panicked)")
+}
+
+/// Outside threads parked inside `install` of a pool, each holding one of its guest slots (so
+/// that as many of its workers stand aside) until [`release`](Self::release).
+struct GuestSlotHolders {
+    release: Vec<mpsc::Sender<()>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl GuestSlotHolders {
+    fn hold(pool: &Arc<parbench_scheduler::ThreadPool>, count: usize) -> Self {
+        let parked = Arc::new(AtomicUsize::new(0));
+        let (release, threads) = (0..count)
+            .map(|_| {
+                let (tx, rx) = mpsc::channel::<()>();
+                let (pool, parked) = (Arc::clone(pool), Arc::clone(&parked));
+                let thread = std::thread::spawn(move || {
+                    pool.install(move || {
+                        // Relaxed: a count the test polls; nothing is published through it.
+                        parked.fetch_add(1, Ordering::Relaxed);
+                        // Returns once the sender is dropped.
+                        let _ = rx.recv();
+                    })
+                });
+                (tx, thread)
+            })
+            .unzip();
+        // Relaxed: see above.
+        while parked.load(Ordering::Relaxed) < count {
+            std::thread::yield_now();
+        }
+        GuestSlotHolders { release, threads }
+    }
+
+    fn release(self) {
+        drop(self.release);
+        for thread in self.threads {
+            thread.join().unwrap();
+        }
+    }
+}
+
+/// A worker of pool A that waits inside pool B — in `b.install`, as a guest of B — still runs
+/// the broadcast jobs of A, which no other thread may run: a broadcast on A made meanwhile by B's
+/// workers (on whose work it waits) or by itself through B used to wait for it forever.
+#[test]
+fn a_worker_waiting_in_another_pool_still_runs_its_own_pools_broadcasts() {
+    let (a, b) = (Arc::new(pool(2)), Arc::new(pool(3)));
+    let expected = vec![vec![0, 1]; 3];
+    // A's broadcast made by B's workers while every worker of A waits in B.
+    let (pools, want) = ((Arc::clone(&a), Arc::clone(&b)), expected.clone());
+    let by_b = within_patience(move || {
+        let (a, b) = pools;
+        a.broadcast(|_| b.install(|| b.broadcast(|_| a.broadcast(|ctx| ctx.index()))))
+    });
+    assert_eq!(by_b, [want.clone(), want]);
+    // A's broadcast made by A's own workers through B (they enter A as guests there).
+    let pools = (Arc::clone(&a), Arc::clone(&b));
+    let through_b = within_patience(move || {
+        let (a, b) = pools;
+        a.broadcast(|_| b.install(|| a.broadcast(|ctx| ctx.index())))
+    });
+    assert_eq!(through_b, [[0, 1], [0, 1]]);
+    // A's worker blocked in `in_worker_blocking`: every guest slot of B is held by an outside
+    // thread parked in `b.install`, so A's workers queue their `install` to B's workers and
+    // block until it has run there.
+    let holders = GuestSlotHolders::hold(&b, 16);
+    let pools = (Arc::clone(&a), Arc::clone(&b));
+    let blocked = within_patience(move || {
+        let (a, b) = pools;
+        a.broadcast(|_| b.install(|| b.broadcast(|_| a.broadcast(|ctx| ctx.index()))))
+    });
+    holders.release();
+    assert_eq!(blocked, [expected.clone(), expected]);
+}
+
+/// A worker of pool B that waits inside pool A still runs the shares handed to it in B: while
+/// outside callers stand in for B's workers 0 and 1, those do not steal, so worker 2 is the
+/// only one that may run the share a loop of worker 1 hands it. Before, that loop waited for
+/// worker 2, which waited in A (for a broadcast that waits for the loop here).
+#[test]
+fn a_worker_waiting_in_another_pool_still_runs_the_shares_handed_to_it() {
+    let (a, b) = (Arc::new(pool(2)), Arc::new(pool(3)));
+    // Workers 0 and 1 of B stand aside from here on.
+    let holders = GuestSlotHolders::hold(&b, 2);
+    let (entered_tx, entered_rx) = mpsc::channel();
+    let (finish_tx, finish_rx) = mpsc::channel::<()>();
+    let finish_rx = Mutex::new(finish_rx);
+    // Worker 2 of B goes into A and waits there for a broadcast whose job on A's worker 1 waits
+    // for the end of the test.
+    b.spawn_on(2, {
+        let a = Arc::clone(&a);
+        move || {
+            a.broadcast(|ctx| match ctx.index() {
+                0 => entered_tx.send(()).unwrap(),
+                _ => {
+                    let _ = finish_rx.lock().unwrap().recv_timeout(2 * PATIENCE);
+                }
+            });
+        }
+    })
+    .unwrap();
+    entered_rx.recv_timeout(PATIENCE).unwrap();
+    // Worker 1 of B makes a loop call; its other participant is worker 2.
+    let (done_tx, done_rx) = mpsc::channel();
+    let ran = Arc::new(AtomicUsize::new(0));
+    b.spawn_on(1, {
+        let (b, ran) = (Arc::clone(&b), Arc::clone(&ran));
+        move || {
+            b.parallel_for_with(&parbench_scheduler::Strategy::Static, 0..2, |_| {
+                // Relaxed: read after the call returned.
+                ran.fetch_add(1, Ordering::Relaxed);
+            });
+            done_tx.send(()).unwrap();
+        }
+    })
+    .unwrap();
+    let done = done_rx.recv_timeout(PATIENCE);
+    // Lets everything end, also when the loop hung.
+    finish_tx.send(()).unwrap();
+    holders.release();
+    assert!(
+        done.is_ok(),
+        "worker 1's loop waited for the share of worker 2, away in pool A"
+    );
+    // Relaxed: the loop returned.
+    assert_eq!(ran.load(Ordering::Relaxed), 2);
+}
