@@ -274,3 +274,56 @@ fn reduce_and_scan_match_sequential_for_every_strategy() {
         }
     }
 }
+
+/// A call nested so deep that it runs on its thread alone (more than 16 latch waits on the
+/// stack) still hands a body over chunks at most `chunk` iterations per call under
+/// `Dynamic { chunk }`, as `parallel_for_chunks` promises for every pool of more than one
+/// thread; it passed the whole range at once.
+#[test]
+fn a_deeply_nested_dynamic_call_keeps_its_chunk_bound() {
+    let pool = pool(2);
+    // Worker 1 spins in a task until the end, so the outside caller takes every share handed to
+    // it back while it waits for its call (worker 0 stands aside for the caller): each level of
+    // the recursion below runs inside the wait of the level above, one latch wait deeper.
+    let release = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    pool.spawn_on(1, {
+        let release = std::sync::Arc::clone(&release);
+        move || {
+            started_tx.send(()).unwrap();
+            // Relaxed: only holds the worker back; nothing is published through it.
+            while !release.load(Ordering::Relaxed) {
+                std::thread::yield_now();
+            }
+        }
+    })
+    .unwrap();
+    started_rx.recv().unwrap();
+    let largest = AtomicUsize::new(0);
+    let covered = AtomicUsize::new(0);
+    fn descend(
+        pool: &parbench_scheduler::ThreadPool,
+        level: usize,
+        largest: &AtomicUsize,
+        covered: &AtomicUsize,
+    ) {
+        if level == 24 {
+            pool.parallel_for_chunks_with(&Strategy::Dynamic { chunk: 3 }, 0..100, |chunk| {
+                // Relaxed: read after the calls returned.
+                largest.fetch_max(chunk.len(), Ordering::Relaxed);
+                covered.fetch_add(chunk.len(), Ordering::Relaxed);
+            });
+            return;
+        }
+        pool.parallel_for_with(&Strategy::Static, 0..2, |i| {
+            if i == 1 {
+                descend(pool, level + 1, largest, covered);
+            }
+        });
+    }
+    descend(&pool, 0, &largest, &covered);
+    // Relaxed: see above.
+    release.store(true, Ordering::Relaxed);
+    assert_eq!(covered.into_inner(), 100);
+    assert!(largest.into_inner() <= 3, "a chunk above the bound of 3");
+}

@@ -615,7 +615,7 @@ pub(crate) fn run_loop(
 #[inline(never)]
 fn run_loop_entered(registry: &Registry, strategy: &Strategy, range: Range<usize>, body: Body<'_>) {
     if crate::registry::must_run_sequentially() {
-        body.run_all(range);
+        run_sequentially(strategy, range, body);
         return;
     }
     if registry.num_threads() == 1 {
@@ -702,6 +702,27 @@ fn run_loop_entered(registry: &Registry, strategy: &Strategy, range: Range<usize
     });
     if let Some(payload) = panic {
         panic::resume_unwind(payload);
+    }
+}
+
+/// A call nested too deeply to wait for anybody (see `MAX_NESTED_WAITS`), run on the calling
+/// thread in order. Under [`Strategy::Dynamic`] a body over chunks still gets at most `chunk`
+/// iterations per call, as
+/// [`ThreadPool::parallel_for_chunks`](crate::ThreadPool::parallel_for_chunks) promises for
+/// pools of more than one thread (code may size a buffer by it); every other body gets the
+/// whole range at once.
+fn run_sequentially(strategy: &Strategy, range: Range<usize>, body: Body<'_>) {
+    match (strategy, body) {
+        (Strategy::Dynamic { chunk }, Body::Chunks(body)) => {
+            let chunk = (*chunk).max(1);
+            let mut start = range.start;
+            while start < range.end {
+                let end = range.end.min(start.saturating_add(chunk));
+                body(start..end);
+                start = end;
+            }
+        }
+        _ => body.run_all(range),
     }
 }
 
