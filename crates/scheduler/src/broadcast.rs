@@ -62,6 +62,15 @@ impl ThreadPool {
     /// `op` to a worker and blocks until it has run there, as rayon does for every outside
     /// caller. A panic in `op` propagates.
     ///
+    /// A worker of another pool that calls in here runs, while it waits, the broadcast jobs and
+    /// the shares handed to it in its own pool, but no other work of that pool (rayon's
+    /// cross-pool wait runs all of it). So two pools that call into each other can deadlock
+    /// once every worker of one of them waits in the other while work queued on the first pool
+    /// as a whole — an `install` queued because its 16 outside slots were taken, or a task
+    /// spawned into it from outside — is what the other waits for: with a pool of 64 threads
+    /// whose loop bodies `install` into a pool of 2 whose work broadcasts or loops on the large
+    /// pool, for example. Keep the threads calling into a pool at once to 16 or fewer there.
+    ///
     /// The parallel calls `op` makes when `install` entered the pool (from outside, or queued to
     /// a worker) are *outermost*, as if made from outside: the tree strategy hands them out
     /// through its tree of threads with a timespan (see [`NestedCalls`](crate::NestedCalls)).
