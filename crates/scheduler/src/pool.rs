@@ -14,7 +14,9 @@ use crate::strategy::{Body, Strategy, run_loop};
 ///
 /// Calls compose: a parallel algorithm called inside a body runs on the same threads. A thread
 /// outside the pool that calls an algorithm takes part in executing it. Dropping the pool lets
-/// queued `spawn`ed tasks finish and joins every worker.
+/// queued `spawn`ed tasks finish and joins every worker — unless one of its own workers drops it
+/// (a spawned task that owned it): then the drop returns at once, and the workers exit on their
+/// own once every task has run.
 ///
 /// ```
 /// use parbench_scheduler::ThreadPoolBuilder;
