@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every check and test of parbench: formatting, clippy, the workspace's unit, integration and
-# doc tests, the loom models of the scheduler's completion, split-range and exit protocols,
+# doc tests, the loom models of the scheduler's completion, split-range, away-hand-off and exit protocols,
 # ThreadSanitizer (test-tsan.sh), the release-mode oversubscribed stress test, the aarch64
 # emulation tests of the atomics crate, and a compile of all benchmarks. Installs what it needs (see deps.sh).
 set -euo pipefail
@@ -46,7 +46,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test --workspace (unit, integration and doc tests)"
 cargo test --workspace --locked 2>&1 | tee "$target_root/test-output.txt"
 
-step "loom models of the scheduler's completion, split-range and exit protocols"
+step "loom models of the scheduler's completion, split-range, away-hand-off and exit protocols"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$target_root/loom \
     cargo test -p parbench-scheduler --release --lib --locked loom_
 

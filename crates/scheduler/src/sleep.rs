@@ -28,7 +28,11 @@
 //! hook wakes all, the others sleep until the count of such workers is zero) is model-checked
 //! with loom on this code: `RUSTFLAGS="--cfg loom" cargo test -p parbench-scheduler --release
 //! --lib loom_`. A version whose last worker does not wake the others deadlocks in the model
-//! (`loom_exit_without_the_last_wake_up_is_caught`).
+//! (`loom_exit_without_the_last_wake_up_is_caught`). So is the hand-off to a worker waiting away
+//! from its pool (`Sleep::set_away`; a share or a broadcast job, whose pusher reads the away mark
+//! after `wake`'s fence): a pusher that does not read it leaves the worker parked for good in the
+//! model (`loom_a_hand_off_without_the_away_unpark_is_caught`), and so does an away mark set
+//! without `SeqCst`.
 //!
 //! Lifetimes: the per-worker state and thread handles here belong to the registry, which every
 //! worker and every calling context keeps alive (workers hold an `Arc` until they exit; callers
@@ -324,5 +328,77 @@ mod loom_tests {
     #[should_panic(expected = "deadlock")]
     fn loom_exit_without_the_last_wake_up_is_caught() {
         exit_together(2, false);
+    }
+
+    /// How a hand-off reaches a worker waiting away from its pool (`serve_home` in
+    /// `registry.rs`).
+    #[derive(Clone, Copy)]
+    enum HandOff {
+        /// `Registry::push_to`: the away mark is read only when `wake` finds the worker busy.
+        Share,
+        /// `Registry::push_broadcast`: the away mark is read after every `wake`.
+        Broadcast,
+        /// Negative control: the pusher never reads the away mark.
+        WithoutUnpark,
+    }
+
+    /// A worker that went away from its worker loop inside a task (busy, then marked away)
+    /// checks its queue and parks until it finds the job, as the guest wait and
+    /// `in_worker_blocking` do with `serve_home`; another thread pushes the job (a release
+    /// store, as the queues' push is) and then hands it off as `hand_off` says. Loom reports a
+    /// deadlock if the worker can park for good with the job queued.
+    fn away_worker_gets_its_job(hand_off: HandOff) {
+        loom::model(move || {
+            // Leaked, not in an `Arc`: when the negative control's deadlock unwinds this
+            // closure, dropping a loom `Arc` panics again and aborts the test process.
+            let sleep: &'static Sleep = Box::leak(Box::new(Sleep::new(1)));
+            let queued: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+            let worker = {
+                thread::spawn(move || {
+                    sleep.register_current(0);
+                    sleep.set_busy(0, true);
+                    sleep.set_away(0, true);
+                    // Acquire: pairs with the push's release store, as a queue's steal does.
+                    while !queued.load(Ordering::Acquire) {
+                        thread::park();
+                    }
+                    sleep.set_away(0, false);
+                })
+            };
+            // Release: the queue's push publishes the job.
+            queued.store(true, Ordering::Release);
+            match hand_off {
+                HandOff::Share => {
+                    if sleep.wake(0) {
+                        sleep.unpark_if_away(0);
+                    }
+                }
+                HandOff::Broadcast => {
+                    sleep.wake(0);
+                    sleep.unpark_if_away(0);
+                }
+                HandOff::WithoutUnpark => {
+                    sleep.wake(0);
+                }
+            }
+            worker.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_a_share_reaches_a_worker_waiting_away() {
+        away_worker_gets_its_job(HandOff::Share);
+    }
+
+    #[test]
+    fn loom_a_broadcast_job_reaches_a_worker_waiting_away() {
+        away_worker_gets_its_job(HandOff::Broadcast);
+    }
+
+    /// Negative control: without reading the away mark the worker can park for good.
+    #[test]
+    #[should_panic(expected = "deadlock")]
+    fn loom_a_hand_off_without_the_away_unpark_is_caught() {
+        away_worker_gets_its_job(HandOff::WithoutUnpark);
     }
 }
