@@ -94,7 +94,9 @@ pub struct LatencyArgs {
     /// A load stops (saturated) when more requests than this wait.
     #[arg(long, value_name = "N", default_value_t = Bounds::default().max_backlog, value_parser = parse_positive)]
     pub max_backlog: usize,
-    /// A load stops (saturated) after this many seconds [at most 86400, a day].
+    /// A load stops (saturated) after this many seconds [at most 86400, a day]. A load whose
+    /// arrivals alone last longer (its requests over its QPS) is refused before measuring: the
+    /// bound would mark it saturated whatever the server.
     #[arg(long, value_name = "SECONDS", default_value_t = Bounds::default().max_duration.as_secs_f64(), value_parser = parse_max_duration)]
     pub max_duration: f64,
     /// Scale the requests with the load as TailBench does — warm-up = 4·F·QPS requests,
@@ -566,6 +568,8 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
             notes.join("; ")
         )));
     }
+    // A schedule that outlasts --max-duration would be cut there and reported as a saturation.
+    config.check_schedules().map_err(latency_error)?;
     // Unwritable paths fail now, not after minutes of measuring; nothing is written to them
     // before the first load's results.
     let mut output = match &args.output {

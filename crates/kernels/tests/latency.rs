@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use parbench_kernels::latency::{
     Bounds, CpuLayout, Curve, CurveConfig, KernelService, LatencyError, MonotonicClock, Placement,
-    PlacementPlan, PointResult, QpsScaledRequests, Service, run_curve, saturation_qps,
+    PlacementPlan, PointResult, QpsScaledRequests, Service, exponential_arrivals, run_curve,
+    saturation_qps,
 };
 use parbench_kernels::{Params, find_kernel};
 
@@ -169,6 +170,18 @@ fn bad_configurations_are_refused_before_measuring() {
             saturation_factor: 1.0,
             ..CurveConfig::default()
         },
+        // 210 arrivals at 1000 QPS span about 0.2 s: a 10 ms bound would stop the point as
+        // saturated whatever the server.
+        CurveConfig {
+            qps: vec![1000.0],
+            requests: 200,
+            warmup: 10,
+            bounds: Bounds {
+                max_backlog: 1000,
+                max_duration: Duration::from_millis(10),
+            },
+            ..CurveConfig::default()
+        },
     ] {
         let mut measured = false;
         let error = measure(&config, &plan, &mut services, |_| measured = true).unwrap_err();
@@ -178,4 +191,30 @@ fn bad_configurations_are_refused_before_measuring() {
         );
         assert!(!measured);
     }
+}
+
+#[test]
+fn a_schedule_is_refused_exactly_when_its_last_arrival_is_past_the_duration_bound() {
+    let (warmup, requests) = (5, 45);
+    let last_ns = *exponential_arrivals(300.0, warmup + requests, 9)
+        .last()
+        .unwrap();
+    let config = |bound_ns: u64| CurveConfig {
+        qps: vec![300.0],
+        requests,
+        warmup,
+        seed: 9,
+        bounds: Bounds {
+            max_backlog: 1000,
+            max_duration: Duration::from_nanos(bound_ns),
+        },
+        ..CurveConfig::default()
+    };
+    // The generator stops at an arrival *after* the bound, so one exactly at it still runs.
+    assert!(config(last_ns).check_schedules().is_ok());
+    let error = config(last_ns - 1).check_schedules().unwrap_err();
+    assert!(matches!(error, LatencyError::BadConfig(_)), "{error}");
+    assert!(error.to_string().contains("300 QPS"), "{error}");
+    // The default loads fit the default bound.
+    CurveConfig::default().check_schedules().unwrap();
 }

@@ -26,15 +26,19 @@ use crate::kernels::rng::SplitMix64;
 ///
 /// `qps` must be positive and finite (callers validate it: [`crate::latency::CurveConfig::validate`]).
 pub fn exponential_arrivals(qps: f64, count: usize, seed: u64) -> Vec<u64> {
+    arrival_times(qps, seed).take(count).collect()
+}
+
+/// The arrival times of [`exponential_arrivals`], one by one: its `count`-th element is the
+/// schedule's last arrival, found without holding the schedule in memory.
+pub(super) fn arrival_times(qps: f64, seed: u64) -> impl Iterator<Item = u64> {
     let mut rng = SplitMix64::new(seed);
     let mean_gap_ns = 1e9 / qps;
     let mut now_ns = 0.0_f64;
-    (0..count)
-        .map(|_| {
-            now_ns += exponential(&mut rng) * mean_gap_ns;
-            now_ns as u64
-        })
-        .collect()
+    std::iter::repeat_with(move || {
+        now_ns += exponential(&mut rng) * mean_gap_ns;
+        now_ns as u64
+    })
 }
 
 /// A draw from the exponential distribution with mean 1 (inverse transform of a uniform).

@@ -48,6 +48,9 @@ use thiserror::Error;
 
 use crate::kernel::KernelError;
 
+use arrivals::arrival_times;
+use server::duration_ns;
+
 pub use arrivals::exponential_arrivals;
 pub use clock::{Clock, MonotonicClock};
 pub use percentile::{LatencySummary, percentile};
@@ -149,7 +152,9 @@ impl QpsScaledRequests {
 impl Default for CurveConfig {
     fn default() -> Self {
         CurveConfig {
-            qps: vec![100.0, 200.0, 400.0],
+            // Loads whose 2100 arrivals end within the 20 s duration bound (at 100 QPS they
+            // would not: `check_schedules`).
+            qps: vec![200.0, 400.0, 800.0],
             requests: 2000,
             warmup: 100,
             seed: 1,
@@ -176,6 +181,48 @@ impl CurveConfig {
             Some(scaled) => scaled.counts(qps),
             None => (self.warmup, self.requests),
         }
+    }
+
+    /// Refuses a load whose arrival schedule lasts longer than [`Bounds::max_duration`]: its
+    /// point would stop at the bound and be reported saturated however fast the server is, and
+    /// the curve's saturation load would be that of the schedule's length, not of the server.
+    /// The check draws each load's schedule once (the same schedule [`run_curve`] measures);
+    /// [`run_curve`] makes it before measuring anything. A schedule that ends shortly before the
+    /// bound passes, and can still be stopped by its last requests' service time.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use parbench_kernels::latency::{Bounds, CurveConfig};
+    ///
+    /// // 2100 requests at 50 QPS arrive over about 42 s: the 20 s bound would cut every run.
+    /// let slow = CurveConfig { qps: vec![50.0, 1000.0], ..Default::default() };
+    /// assert!(slow.check_schedules().unwrap_err().to_string().contains("50 QPS"));
+    /// let bounds = Bounds { max_duration: Duration::from_secs(60), ..Default::default() };
+    /// assert!(CurveConfig { bounds, ..slow }.check_schedules().is_ok());
+    /// ```
+    ///
+    /// # Errors
+    /// [`LatencyError::BadConfig`] naming the first such load.
+    pub fn check_schedules(&self) -> Result<(), LatencyError> {
+        let bound_ns = duration_ns(self.bounds.max_duration);
+        for &qps in &self.qps {
+            let (warmup, requests) = self.counts_at(qps);
+            let count = warmup.saturating_add(requests);
+            let last_ns = arrival_times(qps, self.seed)
+                .take(count)
+                .last()
+                .unwrap_or(0);
+            if last_ns > bound_ns {
+                return Err(LatencyError::BadConfig(format!(
+                    "the {count} arrivals at {qps} QPS span {:.3} s, longer than the {} s \
+                     duration bound, which would stop that load as saturated whatever the \
+                     server; raise the bound or send fewer requests",
+                    last_ns as f64 / 1e9,
+                    self.bounds.max_duration.as_secs_f64()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Checks what a user can get wrong.
@@ -243,7 +290,9 @@ pub struct Curve {
 /// `pin`), calling `on_point` after each; stops after the first point that hit a bound.
 ///
 /// # Errors
-/// [`LatencyError::BadConfig`] for an invalid config, and whatever [`run_point`] fails with.
+/// [`LatencyError::BadConfig`] for an invalid config or a schedule longer than the duration bound
+/// ([`CurveConfig::check_schedules`]), both before anything is measured, and whatever
+/// [`run_point`] fails with.
 pub fn run_curve<C: Clock>(
     clock: &C,
     config: &CurveConfig,
@@ -253,6 +302,7 @@ pub fn run_curve<C: Clock>(
     mut on_point: impl FnMut(&PointResult),
 ) -> Result<Curve, LatencyError> {
     config.validate()?;
+    config.check_schedules()?;
     let mut loads = config.qps.clone();
     loads.sort_by(f64::total_cmp);
     loads.dedup();

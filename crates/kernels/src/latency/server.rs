@@ -11,7 +11,10 @@
 //!
 //! A point never hangs. The run stops early — the point is then *saturated* — when more than
 //! [`Bounds::max_backlog`] requests wait in the queue, or when [`Bounds::max_duration`] has passed
-//! since the first scheduled arrival; requests not completed by then are counted as dropped.
+//! since the first scheduled arrival (checked at each arrival and each completion). Requests
+//! being served when the run stops complete and are measured; those still waiting, or not yet
+//! arrived, are counted as dropped. ([`super::run_curve`] refuses a schedule that outlasts the
+//! duration bound, which would stop it whatever the server.)
 //! Beyond saturation the queue grows without limit, so measuring on would only measure the bound.
 
 use std::collections::VecDeque;
@@ -547,7 +550,7 @@ fn serve<C: Clock>(
     Ok(samples)
 }
 
-fn duration_ns(duration: Duration) -> u64 {
+pub(super) fn duration_ns(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
