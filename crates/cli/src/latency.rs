@@ -9,7 +9,8 @@
 //! - a table per placement (text or markdown), with the saturation load below it,
 //! - CSV or JSON through the sweep's [`Exporter`](crate::export::Exporter)s: one cell per
 //!   placement × load whose raw samples are the sojourn time of every measured request, with the
-//!   queue and service time of every request as metric series (JSON keeps them all),
+//!   queue time, service time and generator lag of every request as metric series (JSON keeps
+//!   them all),
 //! - an SVG or PNG of p95 against offered load, a line per placement.
 //!
 //! Default service size: the kernel's small parameters ([`Params::small`], a run well under a
@@ -25,7 +26,8 @@ use std::time::Duration;
 use clap::{ArgGroup, Args};
 use parbench_kernels::latency::{
     Bounds, CpuLayout, Curve, CurveConfig, DEFAULT_SATURATION_FACTOR, KernelService, LatencyError,
-    MonotonicClock, Placement, PlacementPlan, PointResult, QpsScaledRequests, Service, run_curve,
+    MonotonicClock, Placement, PlacementPlan, PointResult, QpsScaledRequests, RequestSample,
+    Service, run_curve,
 };
 use parbench_kernels::{Kernel, Params, find_kernel};
 use parbench_mapper::perf::{Metrics, Profile, Quantity, StudyMetrics, nominal_frequency_mhz};
@@ -801,23 +803,16 @@ fn point_cell(service: &str, placement: &str, point: &PointResult) -> Cell {
         unit: "s".to_owned(),
         values,
     };
+    let per_request = |name: &str, time: fn(&RequestSample) -> u64| {
+        series(
+            name,
+            point.samples.iter().map(|s| seconds(time(s))).collect(),
+        )
+    };
     cell.metrics = vec![
-        series(
-            "queue",
-            point
-                .samples
-                .iter()
-                .map(|s| seconds(s.queue_ns()))
-                .collect(),
-        ),
-        series(
-            "service",
-            point
-                .samples
-                .iter()
-                .map(|s| seconds(s.service_ns()))
-                .collect(),
-        ),
+        per_request("queue", RequestSample::queue_ns),
+        per_request("service", RequestSample::service_ns),
+        per_request("generator_lag", RequestSample::generator_lag_ns),
     ];
     cell
 }
@@ -854,8 +849,11 @@ fn describe_point(point: &PointResult) -> String {
     let state = point
         .stopped
         .map_or_else(String::new, |reason| format!(", saturated: {reason}"));
+    let lag = point.generator_lag.map_or_else(String::new, |lag| {
+        format!(", generator late by up to {} ms", millis(lag.max_ns))
+    });
     format!(
-        "{:>9} QPS offered: p95 {p95} ms, achieved {:.0} QPS{state}",
+        "{:>9} QPS offered: p95 {p95} ms, achieved {:.0} QPS{lag}{state}",
         point.offered_qps, point.achieved_qps
     )
 }
@@ -1182,9 +1180,10 @@ mod tests {
 
     #[test]
     fn tables_show_every_load_and_the_saturation() {
-        let sample = |index, end_ns| parbench_kernels::latency::RequestSample {
+        let sample = |index, end_ns| RequestSample {
             index,
             scheduled_ns: 0,
+            enqueued_ns: 0,
             start_ns: 0,
             end_ns,
         };

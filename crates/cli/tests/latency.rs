@@ -168,6 +168,16 @@ fn single_and_cores_give_tables_exports_and_a_figure() {
             assert_eq!(measured, 40, "every measured request is a sample");
         }
         assert!(cell.metrics.iter().all(|m| m.values.len() == measured));
+        let series = |name: &str| {
+            let found = cell.metrics.iter().find(|m| m.name == name);
+            found
+                .unwrap_or_else(|| panic!("no {name} series"))
+                .values
+                .clone()
+        };
+        // The generator's lag is part of each request's queue time.
+        let (queue, lag) = (series("queue"), series("generator_lag"));
+        assert!(queue.iter().zip(&lag).all(|(q, l)| 0.0 <= *l && l <= q));
         assert_eq!(
             cell.label("qps").map(|q| q == "200" || q == "400"),
             Some(true)

@@ -683,6 +683,7 @@ mod tests {
             let sample = RequestSample {
                 index: 0,
                 scheduled_ns: 0,
+                enqueued_ns: 0,
                 start_ns: 0,
                 end_ns: 1000,
             };
@@ -714,6 +715,7 @@ mod tests {
             let sample = RequestSample {
                 index: 0,
                 scheduled_ns: 0,
+                enqueued_ns: 0,
                 start_ns: 0,
                 end_ns: p95_ns,
             };

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 /// A source of nanosecond timestamps shared by the generator and the workers.
 ///
-/// Implementations must be monotonic per thread. A worker calls [`Clock::wait_until_ns`] with a
-/// request's scheduled time before stamping its start: with a real clock the generator enqueues
-/// only due requests, so this returns at once; a simulated clock uses it to move a worker's time
-/// forward to the arrival.
+/// Implementations must be monotonic per thread. A worker calls [`Clock::wait_until_ns`] with the
+/// time the generator enqueued a request (read from this clock) before stamping its start: with a
+/// real clock that time is past, so this returns at once; a simulated clock uses it to move a
+/// worker's time forward to the arrival.
 ///
 /// ```
 /// use parbench_kernels::latency::{Clock, MonotonicClock};

@@ -339,7 +339,8 @@ pub fn run_curve<C: Clock>(
 /// use parbench_kernels::latency::{saturation_qps, PointResult, RequestSample};
 ///
 /// let point = |qps: f64, sojourn_ns: u64| {
-///     let sample = RequestSample { index: 0, scheduled_ns: 0, start_ns: 0, end_ns: sojourn_ns };
+///     let sample =
+///         RequestSample { index: 0, scheduled_ns: 0, enqueued_ns: 0, start_ns: 0, end_ns: sojourn_ns };
 ///     PointResult::from_samples(qps, vec![sample], 0, None)
 /// };
 /// let points = [point(100.0, 1000), point(200.0, 4000), point(400.0, 6000)];

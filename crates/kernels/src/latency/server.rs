@@ -4,7 +4,9 @@
 //! until request i's scheduled time, then enqueues it stamped with that *scheduled* time, never
 //! with the time it actually got there. A late generator (descheduled, or sharing a CPU with a
 //! worker) therefore shows up as queue time of the late request, as in TailBench, instead of
-//! silently lowering the offered load.
+//! silently lowering the offered load. How late it was is recorded too (the time it enqueued each
+//! request, [`RequestSample::generator_lag_ns`], summarised in [`PointResult::generator_lag`]), so
+//! that a point whose latencies are partly the generator's can be told apart.
 //!
 //! Workers take requests in arrival order and stamp start and completion. Per request:
 //! queue = start − scheduled, service = completion − start, sojourn = completion − scheduled.
@@ -166,8 +168,9 @@ pub enum StopReason {
 /// ```
 /// use parbench_kernels::latency::RequestSample;
 ///
-/// let r = RequestSample { index: 3, scheduled_ns: 100, start_ns: 250, end_ns: 1250 };
+/// let r = RequestSample { index: 3, scheduled_ns: 100, enqueued_ns: 120, start_ns: 250, end_ns: 1250 };
 /// assert_eq!((r.queue_ns(), r.service_ns(), r.sojourn_ns()), (150, 1000, 1150));
+/// assert_eq!(r.generator_lag_ns(), 20); // 20 of the 150 ns of queueing are the generator's
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestSample {
@@ -175,6 +178,8 @@ pub struct RequestSample {
     pub index: usize,
     /// When the request was scheduled to arrive.
     pub scheduled_ns: u64,
+    /// When the generator put it in the queue: the scheduled time plus the generator's lateness.
+    pub enqueued_ns: u64,
     /// When a worker started serving it.
     pub start_ns: u64,
     /// When the worker finished it.
@@ -185,6 +190,12 @@ impl RequestSample {
     /// Time spent waiting: start − scheduled arrival (includes the generator's lateness).
     pub fn queue_ns(&self) -> u64 {
         self.start_ns.saturating_sub(self.scheduled_ns)
+    }
+
+    /// How late the generator enqueued the request: enqueued − scheduled. Part of
+    /// [`queue_ns`](Self::queue_ns), but the load generator's delay, not the server's.
+    pub fn generator_lag_ns(&self) -> u64 {
+        self.enqueued_ns.saturating_sub(self.scheduled_ns)
     }
 
     /// Time spent being served: completion − start.
@@ -204,8 +215,11 @@ impl RequestSample {
 /// use parbench_kernels::latency::{PointResult, RequestSample};
 ///
 /// let samples = vec![
-///     RequestSample { index: 1, scheduled_ns: 0, start_ns: 0, end_ns: 2_000_000 },
-///     RequestSample { index: 2, scheduled_ns: 1_000_000, start_ns: 2_000_000, end_ns: 4_000_000 },
+///     RequestSample { index: 1, scheduled_ns: 0, enqueued_ns: 0, start_ns: 0, end_ns: 2_000_000 },
+///     RequestSample {
+///         index: 2, scheduled_ns: 1_000_000, enqueued_ns: 1_000_000, start_ns: 2_000_000,
+///         end_ns: 4_000_000,
+///     },
 /// ];
 /// let point = PointResult::from_samples(500.0, samples, 0, None);
 /// assert_eq!(point.achieved_qps, 500.0); // 2 requests in 4 ms
@@ -225,6 +239,11 @@ pub struct PointResult {
     pub queue: Option<LatencySummary>,
     /// Service-time statistics of the measured requests.
     pub service: Option<LatencySummary>,
+    /// How late the generator enqueued the measured requests
+    /// ([`RequestSample::generator_lag_ns`]). Near zero when it kept the schedule; when it did
+    /// not (descheduled, or sharing a CPU with a worker), that much of the queue and sojourn
+    /// times is the generator's, and the server met bursts instead of the scheduled arrivals.
+    pub generator_lag: Option<LatencySummary>,
     /// Every completed measured request, in schedule order.
     pub samples: Vec<RequestSample>,
     /// Requests of the schedule (warm-up included) that never completed because the run stopped.
@@ -259,6 +278,7 @@ impl PointResult {
             sojourn: summary(RequestSample::sojourn_ns),
             queue: summary(RequestSample::queue_ns),
             service: summary(RequestSample::service_ns),
+            generator_lag: summary(RequestSample::generator_lag_ns),
             samples,
             dropped,
             stopped,
@@ -276,6 +296,7 @@ impl PointResult {
 struct Request {
     index: usize,
     scheduled_ns: u64,
+    enqueued_ns: u64,
 }
 
 /// The queue and the run's state, under one lock so that "stop" and "no more requests" are
@@ -494,6 +515,8 @@ fn generate<C: Clock>(point: &LoadPoint<'_, C>, origin_ns: u64, queue: &RequestQ
             return;
         }
         point.clock.wait_until_ns(scheduled_ns);
+        // Read before the lock: how late the generator is, not how contended the queue.
+        let enqueued_ns = point.clock.now_ns().max(scheduled_ns);
         let mut state = queue.lock();
         if state.stopped.is_some() || state.aborted {
             return;
@@ -507,6 +530,7 @@ fn generate<C: Clock>(point: &LoadPoint<'_, C>, origin_ns: u64, queue: &RequestQ
         state.waiting.push_back(Request {
             index,
             scheduled_ns,
+            enqueued_ns,
         });
         drop(state);
         queue.changed.notify_one();
@@ -526,9 +550,9 @@ fn serve<C: Clock>(
     let mut samples = Vec::new();
     let mut measuring = false;
     while let Some(request) = queue.next() {
-        // Returns at once with a real clock (the generator enqueues only due requests); a
-        // simulated clock moves this worker's time to the arrival here.
-        point.clock.wait_until_ns(request.scheduled_ns);
+        // Returns at once with a real clock (the request was enqueued in the past); a simulated
+        // clock moves this worker's time to the request's arrival in the queue here.
+        point.clock.wait_until_ns(request.enqueued_ns);
         if !measuring && request.index >= point.warmup {
             measuring = true;
             service.measurement_starts();
@@ -539,6 +563,7 @@ fn serve<C: Clock>(
         samples.push(RequestSample {
             index: request.index,
             scheduled_ns: request.scheduled_ns - origin_ns,
+            enqueued_ns: request.enqueued_ns - origin_ns,
             start_ns: start_ns.saturating_sub(origin_ns),
             end_ns: end_ns.saturating_sub(origin_ns),
         });
@@ -678,6 +703,58 @@ mod tests {
         assert!((result.achieved_qps - 3.0 / 34e-6).abs() < 1e-6 * result.achieved_qps);
         let sojourn = result.sojourn.unwrap();
         assert_eq!((sojourn.p50_ns, sojourn.max_ns), (9_000.0, 13_000.0));
+    }
+
+    /// [`ThreadTimeline`] with a generator that wakes its value in ns late: a wait for a whole
+    /// microsecond (the test schedules' arrivals, after the whole-millisecond start lead) ends
+    /// that much after it, as a descheduled generator's would; other waits (a worker's for an
+    /// enqueued request) are exact.
+    struct LateGenerator(u64);
+
+    impl Clock for LateGenerator {
+        fn now_ns(&self) -> u64 {
+            SIMULATED_NOW_NS.get()
+        }
+
+        fn wait_until_ns(&self, deadline_ns: u64) {
+            let late = if deadline_ns % 1_000 == 0 { self.0 } else { 0 };
+            SIMULATED_NOW_NS.set(SIMULATED_NOW_NS.get().max(deadline_ns + late));
+        }
+    }
+
+    #[test]
+    fn a_late_generator_is_measured_as_queueing_and_reported_as_lag() {
+        SIMULATED_NOW_NS.set(0);
+        let point = LoadPoint {
+            clock: &LateGenerator(700),
+            offered_qps: 1.0,
+            arrivals_ns: &[0, 1_000, 2_000, 30_000],
+            warmup: 1,
+            bounds: Bounds::default(),
+        };
+        let mut services: Vec<Box<dyn Service>> = vec![Box::new(FixedService(5_000))];
+        let result = run_point(&point, &mut services, &one_worker(), false).unwrap();
+        // Each request enters the queue 700 ns after its arrival: request 0 (warm-up) runs
+        // 700–5700, 1 and 2 wait behind it, 3 finds the server idle and waits only for the
+        // generator. Latencies still count from the scheduled arrivals.
+        let times: Vec<(usize, u64, u64, u64)> = result
+            .samples
+            .iter()
+            .map(|s| (s.index, s.generator_lag_ns(), s.queue_ns(), s.sojourn_ns()))
+            .collect();
+        assert_eq!(
+            times,
+            [
+                (1, 700, 4_700, 9_700),
+                (2, 700, 8_700, 13_700),
+                (3, 700, 700, 5_700)
+            ]
+        );
+        let lag = result.generator_lag.unwrap();
+        assert_eq!((lag.count, lag.p50_ns, lag.max_ns), (3, 700.0, 700.0));
+        // A punctual generator: no lag, and the FIFO times of the test above.
+        let on_time = simulated(&[0, 1_000, 2_000, 30_000], 1, 5_000, Bounds::default());
+        assert_eq!(on_time.generator_lag.unwrap().max_ns, 0.0);
     }
 
     #[test]
