@@ -6,7 +6,9 @@
 //! hwloc topology), each placement's curve is measured with one [`KernelService`] per worker, and
 //! the results go out as
 //!
-//! - a table per placement (text or markdown), with the saturation load below it,
+//! - a table per placement (text or markdown), with the saturation load below it; beside each
+//!   offered load the rate its seeded schedule actually offered (`scheduled`), which is what the
+//!   achieved rate should match while the server keeps up,
 //! - CSV or JSON through the sweep's [`Exporter`](crate::export::Exporter)s: one cell per
 //!   placement × load whose raw samples are the sojourn time of every measured request, with the
 //!   queue time, service time and generator lag of every request as metric series (JSON keeps
@@ -42,7 +44,7 @@ use crate::results_file::{ResultsFile, print_results};
 use crate::under_load::CounterSet;
 
 /// Label names of a latency report's cells, in table order.
-pub const LABELS: [&str; 7] = [
+pub const LABELS: [&str; 8] = [
     "service",
     "placement",
     "qps",
@@ -50,6 +52,7 @@ pub const LABELS: [&str; 7] = [
     "p99_s",
     "dropped",
     "stopped",
+    "scheduled_qps",
 ];
 
 /// Options of `parbench-cli latency`.
@@ -782,6 +785,7 @@ fn point_cell(service: &str, placement: &str, point: &PointResult) -> Cell {
     let seconds = |ns: u64| ns as f64 / 1e9;
     let qps = point.offered_qps.to_string();
     let achieved = format!("{:.1}", point.achieved_qps);
+    let scheduled = format!("{:.1}", point.scheduled_qps);
     let p99 = point
         .sojourn
         .map_or_else(String::new, |s| (s.p99_ns / 1e9).to_string());
@@ -795,6 +799,7 @@ fn point_cell(service: &str, placement: &str, point: &PointResult) -> Cell {
         ("p99_s", p99.as_str()),
         ("dropped", dropped.as_str()),
         ("stopped", stopped.as_str()),
+        ("scheduled_qps", scheduled.as_str()),
     ];
     let sojourn = point.samples.iter().map(|s| seconds(s.sojourn_ns()));
     let mut cell = Cell::measured(&labels, sojourn.collect());
@@ -853,8 +858,8 @@ fn describe_point(point: &PointResult) -> String {
         format!(", generator late by up to {} ms", millis(lag.max_ns))
     });
     format!(
-        "{:>9} QPS offered: p95 {p95} ms, achieved {:.0} QPS{lag}{state}",
-        point.offered_qps, point.achieved_qps
+        "{:>9} QPS offered ({:.0} scheduled): p95 {p95} ms, achieved {:.0} QPS{lag}{state}",
+        point.offered_qps, point.scheduled_qps, point.achieved_qps
     )
 }
 
@@ -875,8 +880,17 @@ fn render(format: ExportFormat, report: &Report, curves: &[MeasuredCurve]) -> Ve
     out
 }
 
-const TABLE_HEADER: [&str; 9] = [
-    "QPS", "achieved", "p50 ms", "p95 ms", "p99 ms", "max ms", "requests", "dropped", "state",
+const TABLE_HEADER: [&str; 10] = [
+    "QPS",
+    "scheduled",
+    "achieved",
+    "p50 ms",
+    "p95 ms",
+    "p99 ms",
+    "max ms",
+    "requests",
+    "dropped",
+    "state",
 ];
 
 fn write_tables(out: &mut dyn Write, curves: &[MeasuredCurve], markdown: bool) -> io::Result<()> {
@@ -960,6 +974,7 @@ fn table_row(point: &PointResult) -> Vec<String> {
     };
     vec![
         point.offered_qps.to_string(),
+        format!("{:.0}", point.scheduled_qps),
         format!("{:.0}", point.achieved_qps),
         stat(|s| s.p50_ns),
         stat(|s| s.p95_ns),
@@ -1208,7 +1223,7 @@ mod tests {
         .unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "placement single");
-        assert!(lines[1].starts_with("QPS  achieved"), "{text}");
+        assert!(lines[1].starts_with("QPS  scheduled  achieved"), "{text}");
         assert!(lines[3].contains("9.000"), "{text}");
         assert_eq!(lines[4], "saturation: 200 QPS");
         let markdown = String::from_utf8(render(
@@ -1217,7 +1232,10 @@ mod tests {
             &[curve],
         ))
         .unwrap();
-        assert!(markdown.contains("| QPS | achieved |"), "{markdown}");
+        assert!(
+            markdown.contains("| QPS | scheduled | achieved |"),
+            "{markdown}"
+        );
         assert!(render_plot(&[], "x").is_err());
     }
 }
