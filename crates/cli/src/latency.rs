@@ -90,7 +90,8 @@ pub struct LatencyArgs {
     /// 1000000].
     #[arg(long, value_name = "W", default_value_t = 100, value_parser = parse_requests)]
     pub warmup: usize,
-    /// Seed of the exponential arrival schedule.
+    /// Seed of the exponential arrival schedule: every load and placement replays the same
+    /// pattern of arrivals, scaled to its QPS (common random numbers).
     #[arg(long, value_name = "S", default_value_t = 1)]
     pub seed: u64,
     /// k of the saturation rule: the first load whose p95 exceeds k × the lowest load's p95.

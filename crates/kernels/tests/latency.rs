@@ -218,3 +218,52 @@ fn a_schedule_is_refused_exactly_when_its_last_arrival_is_past_the_duration_boun
     // The default loads fit the default bound.
     CurveConfig::default().check_schedules().unwrap();
 }
+
+#[test]
+fn every_load_and_placement_replays_the_seeds_schedule() {
+    struct Nothing;
+    impl Service for Nothing {
+        fn serve(&mut self) -> Result<(), LatencyError> {
+            Ok(())
+        }
+    }
+    let config = CurveConfig {
+        qps: vec![2000.0, 4000.0],
+        requests: 50,
+        warmup: 5,
+        seed: 11,
+        ..CurveConfig::default()
+    };
+    let layout = CpuLayout::one_thread_per_core(&[0, 1]);
+    let scheduled = |placement: Placement| {
+        let plan = placement.plan(&layout).unwrap();
+        let mut services: Vec<Box<dyn Service>> = plan
+            .worker_cpus
+            .iter()
+            .map(|_| Box::new(Nothing) as Box<dyn Service>)
+            .collect();
+        let curve = measure(&config, &plan, &mut services, |_| {}).unwrap();
+        let times: Vec<Vec<u64>> = curve
+            .points
+            .iter()
+            .map(|point| point.samples.iter().map(|s| s.scheduled_ns).collect())
+            .collect();
+        times
+    };
+    let single = scheduled(Placement::Single);
+    assert_eq!(
+        single,
+        scheduled(Placement::Cores),
+        "same schedule per placement"
+    );
+    let expected = exponential_arrivals(2000.0, 55, 11);
+    assert_eq!(
+        single[0],
+        expected[5..],
+        "warm-up first, then the measured requests"
+    );
+    for (slow, fast) in single[0].iter().zip(&single[1]) {
+        // The same pattern at twice the rate, up to the nanosecond truncation.
+        assert!(slow.abs_diff(2 * fast) <= 2, "{slow} vs {fast}");
+    }
+}

@@ -81,7 +81,12 @@ pub struct CurveConfig {
     pub requests: usize,
     /// Requests sent before the measured ones at each load and left out of the statistics.
     pub warmup: usize,
-    /// Seed of the arrival schedule (the same for every load: common random numbers).
+    /// Seed of the arrival schedule, the same for every load and every placement measured with
+    /// this config (common random numbers): each load replays one unit-rate pattern scaled by
+    /// `1 / QPS`, warm-up first, so loads and placements differ by their load and their CPUs, not
+    /// by the luck of their arrivals. With [`per_qps`](Self::per_qps) the warm-up grows with the
+    /// load, so the measured requests of two loads are different stretches of that pattern. Two
+    /// measurements with the same seed replay the same schedule: change it to sample another.
     pub seed: u64,
     /// When a load point gives up.
     pub bounds: Bounds,
