@@ -819,6 +819,47 @@ mod tests {
     }
 
     #[test]
+    fn two_workers_serve_every_request_once_even_when_the_run_stops() {
+        // Simulated time runs the generator far ahead of the workers, so a small backlog bound
+        // stops the run at a point that depends on the threads' interleaving; whatever it is,
+        // each request is served at most once, in-flight ones complete, and the rest are counted
+        // as dropped. With a large bound every request is served exactly once.
+        let two_workers = PlacementPlan {
+            worker_cpus: vec![0, 1],
+            ..one_worker()
+        };
+        let arrivals = one_per_microsecond(2_000);
+        for (max_backlog, round) in [(5, 0), (5, 1), (5, 2), (10_000, 3), (10_000, 4)] {
+            SIMULATED_NOW_NS.set(0);
+            let point = LoadPoint {
+                clock: &ThreadTimeline,
+                offered_qps: 1.0,
+                arrivals_ns: &arrivals,
+                warmup: 0,
+                bounds: bounds(max_backlog, Duration::from_secs(1)),
+            };
+            let mut services: Vec<Box<dyn Service>> =
+                vec![Box::new(FixedService(3_000)), Box::new(FixedService(3_000))];
+            let result = run_point(&point, &mut services, &two_workers, false).unwrap();
+            let indices: Vec<usize> = result.samples.iter().map(|s| s.index).collect();
+            let mut distinct = indices.clone();
+            distinct.dedup();
+            assert_eq!(distinct, indices, "round {round}: a request served twice");
+            assert_eq!(
+                indices.len() + result.dropped,
+                arrivals.len(),
+                "round {round}"
+            );
+            if result.stopped.is_none() {
+                assert_eq!(indices, (0..arrivals.len()).collect::<Vec<_>>());
+            }
+            if max_backlog == 10_000 {
+                assert_eq!((result.stopped, result.dropped), (None, 0), "round {round}");
+            }
+        }
+    }
+
+    #[test]
     fn the_scheduled_rate_covers_the_dropped_requests_too() {
         // Requests of 1 ms arriving at 0, 1, 2, 3 µs and 2 ms with a 2.5 ms bound: the third
         // completes at 3 ms and stops the point; 3 µs and 2 ms are dropped. The schedule offered
