@@ -2,9 +2,12 @@
 //! latency runs, at each load, not in a separate profiling run.
 //!
 //! Wiring between `parbench-kernels`' latency server and `parbench-mapper`'s counters: a
-//! `CountingService` wraps a worker's service, opens the counters on the worker thread when the
-//! server calls [`Service::measurement_starts`] (before the worker's first measured request: the
-//! warm-up is not counted) and reads them at [`Service::point_ends`]. A perf counter counts only
+//! `CountingService` wraps a worker's service, opens the counters (disabled) on the worker thread
+//! when the server calls [`Service::point_starts`] (before the first arrival: the dozen
+//! `perf_event_open` calls stay out of every request's time), enables them at
+//! [`Service::measurement_starts`] (before the worker's first measured request: the warm-up is
+//! not counted; one ioctl per event within that request's queue time) and reads them at
+//! [`Service::point_ends`]. A perf counter counts only
 //! while its thread runs, so the time a worker sleeps waiting for requests adds nothing; the totals
 //! are those of serving the measured requests (plus the worker's few queue operations).
 //!
@@ -76,6 +79,7 @@ impl CounterSet {
             inner,
             worker,
             set: self.clone(),
+            opened: None,
             counters: None,
         })
     }
@@ -122,6 +126,9 @@ struct CountingService {
     inner: Box<dyn Service>,
     worker: usize,
     set: CounterSet,
+    /// Opened at the point's start, not yet counting (or why they could not be opened).
+    opened: Option<Result<ThreadCounters, String>>,
+    /// Counting since the worker's first measured request.
     counters: Option<ThreadCounters>,
 }
 
@@ -130,18 +137,34 @@ impl Service for CountingService {
         self.inner.serve()
     }
 
+    fn point_starts(&mut self) {
+        self.inner.point_starts();
+        self.opened = Some(
+            ThreadCounters::open_on_current_thread(&self.set.requested, &self.set.available)
+                .map_err(|error| error.to_string()),
+        );
+    }
+
     fn measurement_starts(&mut self) {
         self.inner.measurement_starts();
-        let opened =
-            ThreadCounters::open_on_current_thread(&self.set.requested, &self.set.available)
-                .and_then(|mut counters| counters.enable().map(|()| counters));
-        match opened {
+        let enabled = match self.opened.take() {
+            Some(opened) => opened.and_then(|mut counters| {
+                counters
+                    .enable()
+                    .map(|()| counters)
+                    .map_err(|error| error.to_string())
+            }),
+            None => Err("counters not opened at the start of the load".to_owned()),
+        };
+        match enabled {
             Ok(counters) => self.counters = Some(counters),
-            Err(error) => self.set.store(self.worker, Err(error.to_string())),
+            Err(error) => self.set.store(self.worker, Err(error)),
         }
     }
 
     fn point_ends(&mut self) {
+        // Counters of a worker that served only warm-up requests were never enabled: closed.
+        self.opened = None;
         if let Some(mut counters) = self.counters.take() {
             let reading = counters
                 .disable()
@@ -199,5 +222,35 @@ mod tests {
         }
         // Taken: the next point starts empty.
         assert!(set.take_point("again").is_none());
+    }
+
+    #[test]
+    fn counters_are_opened_at_the_point_start_and_only_enabled_in_a_measured_request() {
+        let set = CounterSet::new(CpuFamily::detect(), &SOFTWARE_EVENTS, 1);
+        let mut service = CountingService {
+            inner: Box::new(Spin),
+            worker: 0,
+            set: set.clone(),
+            opened: None,
+            counters: None,
+        };
+        service.point_starts();
+        assert!(
+            matches!(service.opened, Some(Ok(_))),
+            "opened before the first arrival"
+        );
+        // The hook that runs within the first measured request's queue time only enables them.
+        service.measurement_starts();
+        assert!(service.opened.is_none() && service.counters.is_some());
+        service.serve().unwrap();
+        service.point_ends();
+        let profile = set.take_point("one point").unwrap();
+        let totals = profile.thread_totals(0).unwrap();
+        assert!(totals[&Quantity::TaskClockNs].unwrap() > 0.0);
+        // A worker that serves only warm-up requests records nothing and keeps nothing open.
+        service.point_starts();
+        service.serve().unwrap();
+        service.point_ends();
+        assert!(service.opened.is_none() && set.take_point("warm-up only").is_none());
     }
 }

@@ -53,10 +53,18 @@ pub trait Service: Send {
     /// Whatever makes the request fail; the load point stops with that error.
     fn serve(&mut self) -> Result<(), LatencyError>;
 
+    /// Called on the worker thread, once per load point, before it takes its first request (the
+    /// first arrival is 2 ms after the threads start; a slower hook delays the warm-up requests).
+    /// Set-up that must not be timed, such as opening per-thread perf counters, belongs here.
+    /// The default does nothing.
+    fn point_starts(&mut self) {}
+
     /// Called on the worker thread, once per load point, just before this worker serves its first
     /// measured (non-warm-up) request. A service that counts what happens *under load* — e.g.
     /// per-thread perf counters, which observe only the thread that opened them — starts here.
-    /// The default does nothing.
+    /// The worker has already taken that request, so the hook's time is part of its queue time
+    /// (and delays those queued behind it): keep it short, e.g. enable counters opened in
+    /// [`point_starts`](Self::point_starts). The default does nothing.
     fn measurement_starts(&mut self) {}
 
     /// Called on the worker thread when it has served its last request of a load point (the
@@ -574,6 +582,7 @@ fn serve<C: Clock>(
     let deadline_ns = origin_ns.saturating_add(duration_ns(point.bounds.max_duration));
     let mut samples = Vec::new();
     let mut measuring = false;
+    service.point_starts();
     while let Some(request) = queue.next() {
         // Returns at once with a real clock (the request was enqueued in the past); a simulated
         // clock moves this worker's time to the request's arrival in the queue here.
@@ -947,6 +956,9 @@ mod tests {
                 self.note("serve");
                 Ok(())
             }
+            fn point_starts(&mut self) {
+                self.note("point");
+            }
             fn measurement_starts(&mut self) {
                 self.note("start");
             }
@@ -971,10 +983,12 @@ mod tests {
         run_point(&point, &mut services, &one_worker(), false).unwrap();
         let events = log.lock().unwrap().clone();
         let kinds: Vec<(&str, usize)> = events.iter().map(|e| (e.0, e.1)).collect();
-        // Two warm-up requests, then the hook, then three measured ones, then the end hook.
+        // The point's hook before any request, two warm-up requests, then the measurement's
+        // hook, then three measured ones, then the end hook.
         assert_eq!(
             kinds,
             [
+                ("point", 0),
                 ("serve", 1),
                 ("serve", 2),
                 ("start", 2),
