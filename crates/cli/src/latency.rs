@@ -574,8 +574,6 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
             notes.join("; ")
         )));
     }
-    // A schedule that outlasts --max-duration would be cut there and reported as a saturation.
-    config.check_schedules().map_err(latency_error)?;
     // Unwritable paths fail now, not after minutes of measuring; nothing is written to them
     // before the first load's results.
     let mut output = match &args.output {
@@ -605,6 +603,8 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
     if let (Some((output, _)), Some((plot, _))) = (&output, &plot) {
         plot.refuse_same_file(output.path(), "the --output file")?;
     }
+    // A schedule that outlasts --max-duration would be cut there and reported as a saturation.
+    config.check_schedules().map_err(latency_error)?;
     let setup = LatencySetup {
         kernel,
         params,
