@@ -675,9 +675,20 @@ mod tests {
         service_ns: u64,
         bounds: Bounds,
     ) -> PointResult {
+        simulated_on(&ThreadTimeline, arrivals_ns, warmup, service_ns, bounds)
+    }
+
+    /// One [`FixedService`] worker serving `arrivals_ns` in `clock`'s simulated time.
+    fn simulated_on(
+        clock: &impl Clock,
+        arrivals_ns: &[u64],
+        warmup: usize,
+        service_ns: u64,
+        bounds: Bounds,
+    ) -> PointResult {
         SIMULATED_NOW_NS.set(0);
         let point = LoadPoint {
-            clock: &ThreadTimeline,
+            clock,
             offered_qps: 1.0,
             arrivals_ns,
             warmup,
@@ -760,16 +771,8 @@ mod tests {
 
     #[test]
     fn a_late_generator_is_measured_as_queueing_and_reported_as_lag() {
-        SIMULATED_NOW_NS.set(0);
-        let point = LoadPoint {
-            clock: &LateGenerator(700),
-            offered_qps: 1.0,
-            arrivals_ns: &[0, 1_000, 2_000, 30_000],
-            warmup: 1,
-            bounds: Bounds::default(),
-        };
-        let mut services: Vec<Box<dyn Service>> = vec![Box::new(FixedService(5_000))];
-        let result = run_point(&point, &mut services, &one_worker(), false).unwrap();
+        let arrivals = [0, 1_000, 2_000, 30_000];
+        let result = simulated_on(&LateGenerator(700), &arrivals, 1, 5_000, Bounds::default());
         // Each request enters the queue 700 ns after its arrival: request 0 (warm-up) runs
         // 700–5700, 1 and 2 wait behind it, 3 finds the server idle and waits only for the
         // generator. Latencies still count from the scheduled arrivals.
@@ -789,7 +792,7 @@ mod tests {
         let lag = result.generator_lag.unwrap();
         assert_eq!((lag.count, lag.p50_ns, lag.max_ns), (3, 700.0, 700.0));
         // A punctual generator: no lag, and the FIFO times of the test above.
-        let on_time = simulated(&[0, 1_000, 2_000, 30_000], 1, 5_000, Bounds::default());
+        let on_time = simulated(&arrivals, 1, 5_000, Bounds::default());
         assert_eq!(on_time.generator_lag.unwrap().max_ns, 0.0);
     }
 
