@@ -176,7 +176,8 @@ pub enum StopReason {
 /// ```
 /// use parbench_kernels::latency::RequestSample;
 ///
-/// let r = RequestSample { index: 3, scheduled_ns: 100, enqueued_ns: 120, start_ns: 250, end_ns: 1250 };
+/// let r =
+///     RequestSample { index: 3, scheduled_ns: 100, enqueued_ns: 120, start_ns: 250, end_ns: 1250 };
 /// assert_eq!((r.queue_ns(), r.service_ns(), r.sojourn_ns()), (150, 1000, 1150));
 /// assert_eq!(r.generator_lag_ns(), 20); // 20 of the 150 ns of queueing are the generator's
 /// ```
@@ -240,11 +241,11 @@ pub struct PointResult {
     pub offered_qps: f64,
     /// The rate the schedule actually offered over the measured requests: their count less one
     /// over the time from the first to the last of their scheduled arrivals. A finite Poisson
-    /// schedule scatters around `offered_qps` by about `1/√n` (seed 1's 2200 arrivals are 3.7 %
-    /// fast), so this, not `offered_qps`, is what `achieved_qps` approaches when the server keeps
-    /// up. From the whole measured schedule, dropped requests included, when [`run_point`] made
-    /// the point; from the completed samples in [`PointResult::from_samples`]; `offered_qps` with
-    /// fewer than two arrivals.
+    /// schedule scatters around `offered_qps` by about `1/√n` (seed 1's 2000 measured arrivals
+    /// after 200 warm-up ones are 3.7 % fast), so this, not `offered_qps`, is what
+    /// `achieved_qps` approaches when the server keeps up. From the whole measured schedule,
+    /// dropped requests included, when [`run_point`] made the point; from the completed samples
+    /// in [`PointResult::from_samples`]; `offered_qps` with fewer than two arrivals.
     pub scheduled_qps: f64,
     /// Measured (non-warm-up) requests completed, per second from the first measured scheduled
     /// arrival to the last measured completion: about [`scheduled_qps`](Self::scheduled_qps)
