@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every check and test of parbench: formatting, clippy, the workspace's unit, integration and
 # doc tests, the loom models of the scheduler's completion, split-range, away-hand-off and exit protocols,
-# ThreadSanitizer (test-tsan.sh), the release-mode oversubscribed stress test, the aarch64
-# emulation tests of the atomics crate, and a compile of all benchmarks. Installs what it needs (see deps.sh).
+# ThreadSanitizer (test-tsan.sh), the release-mode stress tests (oversubscribed pools, pools
+# calling into each other), the aarch64 emulation tests of the atomics crate, and a compile of all
+# benchmarks. Installs what it needs (see deps.sh).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # The caller's target dir (default target/), made absolute before the cd below so a relative one
@@ -53,7 +54,9 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$target_root/loom \
 step "ThreadSanitizer over the scheduler, kernels and atomics test-suites (fails on any report)"
 scripts/test-tsan.sh
 
-step "oversubscribed stress of the scheduler (release, 10 000 rounds, pools of 64 and 256 threads)"
+# Both tests of the file at once: 10 000 rounds on pools of 64, 256 and 2 threads, and 5 000
+# (half) on two or three pools calling into each other.
+step "stress of the scheduler (release: oversubscribed pools, pools calling into each other)"
 PARBENCH_STRESS_ROUNDS=10000 cargo test -p parbench-scheduler --release --locked --test stress \
     -- --nocapture 2>&1 | tee -a "$target_root/test-output.txt"
 

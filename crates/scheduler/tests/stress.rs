@@ -1,5 +1,5 @@
 //! Oversubscribed stress: pools of 64 and 256 threads on however few cores the machine has, and
-//! of 2 threads, fewer than the outside callers.
+//! of 2 threads, fewer than the outside callers; and pools that call into each other.
 //!
 //! Every round, 4 outside threads at once run a random plan on one pool: loops of every strategy
 //! (also in chunks), `join`, `scope`, and detached `spawn_on`, nested three deep, whose leaves
@@ -10,17 +10,43 @@
 //! * when a pool is dropped (sometimes while idle, sometimes right after a round), every detached
 //!   task that was spawned has run, exactly once.
 //!
-//! Each round is bounded by a watchdog: a round that does not finish within [`ROUND_LIMIT`]
-//! prints a snapshot of the pool (which workers wait on what) and aborts the test process.
+//! The cross-pool test runs the same plans, with broadcasts too, over two or three pools
+//! (`[2, 3]`, `[1, 2, 2]`, `[2, 3, 16]`, `[1, 4, 32]`; 3 outside callers), every node on a pool
+//! picked at random: a loop of one pool whose bodies `install` into, loop, join or broadcast on
+//! another, whose work comes back to the first; broadcasts inside installs. Its checks are the
+//! same. Without 419ce56's fix (a worker waiting in another pool runs the broadcast jobs and
+//! inbox shares handed to it in its own pool) it hangs within a few rounds.
 //!
-//! Rounds: `PARBENCH_STRESS_ROUNDS` (default 24 here; `scripts/test.sh` runs 10 000 in release).
+//! Excluded from it: the known cross-pool deadlock that `ThreadPool::install` documents. A
+//! worker waiting in another pool's operation runs only its own pool's broadcasts and the shares
+//! handed to it there, so once a pool's 16 guest slots are all taken, a further call into it is
+//! queued for its workers — and if all of them wait inside another pool for work that needs that
+//! queued call, nothing runs it (a 64-thread pool whose loop bodies `install` into a 2-thread
+//! pool whose work loops on the 64-thread pool hangs so). The plans are shaped so that no pool
+//! whose work calls into another has its slots all taken: the pools that call out have 5
+//! threads together, so with the 3 callers at most 8 threads ever call into such a pool, and all
+//! 16 of its slots are taken only if they hold two each at once (a thread re-entering the pool
+//! through another pool's work while already a guest there); the one larger pool of a set (16 or
+//! 32 threads, the *sink*) is called into by the others but its work calls into no other pool, so
+//! its threads never take a slot elsewhere, and a call queued on it is run by its own workers,
+//! which never wait elsewhere. Also, leaves spawn their detached tasks with the pool's
+//! `spawn_on`, not the free function: a loop, `join` or `scope` called on a pool while
+//! `MAX_NESTED_WAITS` (16) waits are on the thread's stack runs there alone without entering that
+//! pool, so its body runs in the context of whichever pool the thread is in, where the free
+//! function targets that other pool (an index of the intended pool failed with `NoSuchThread`).
+//!
+//! Each round is bounded by a watchdog: a round that does not finish within [`ROUND_LIMIT`]
+//! prints a snapshot of every pool (which workers wait on what) and aborts the test process.
+//!
+//! Rounds: `PARBENCH_STRESS_ROUNDS` (default 24 here; `scripts/test.sh` runs 10 000 in release);
+//! the cross-pool test runs half as many, or `PARBENCH_CROSS_POOL_ROUNDS`.
 
 mod fixtures;
 
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak, mpsc};
+use std::sync::{Arc, Mutex, Once, Weak, mpsc};
 use std::time::Duration;
 
 use fixtures::{SplitMix, all_strategies};
@@ -36,29 +62,71 @@ const ROUNDS_PER_POOL: usize = 8;
 /// The payload of an injected panic: the leaf that fired it.
 struct Injected(usize);
 
-/// What a plan node does.
+/// What a plan node does. `pool` is an index into the pools of the round (always 0 in the
+/// single-pool test).
 enum Plan {
     /// Counts its hit; panics if `panics`.
     Leaf {
         id: usize,
         panics: bool,
     },
-    /// Spawns a detached task on worker `worker % num_threads` that counts its run.
+    /// Spawns a detached task on worker `worker % num_threads` of `pool` (the pool the
+    /// enclosing node runs its children in) that counts its run.
     Detached {
         id: usize,
+        pool: usize,
         worker: usize,
     },
     /// A parallel loop with `children.len()` iterations, iteration `i` running `children[i]`.
     Loop {
+        pool: usize,
         strategy: Strategy,
         chunks: bool,
         children: Vec<Plan>,
     },
-    Join(Box<Plan>, Box<Plan>),
-    Scope(Vec<Plan>),
-    /// Runs the plan in `install`: at the top of the pool from an outside caller (its calls are
-    /// outermost), nested from inside.
-    Install(Box<Plan>),
+    Join {
+        pool: usize,
+        a: Box<Plan>,
+        b: Box<Plan>,
+    },
+    Scope {
+        pool: usize,
+        children: Vec<Plan>,
+    },
+    /// Runs the plan in `install`: at the top of the pool from an outside caller or from
+    /// another pool's work (its calls are outermost), nested from inside the pool.
+    Install {
+        pool: usize,
+        child: Box<Plan>,
+    },
+    /// A broadcast on `pool`: its worker `i` runs `children[i]`.
+    Broadcast {
+        pool: usize,
+        children: Vec<Plan>,
+    },
+}
+
+/// The pools of a round as plans see them.
+struct Shape {
+    /// Threads of each pool.
+    sizes: Vec<usize>,
+    /// A pool whose work never calls into another pool (see `pools_calling_into_each_other`).
+    sink: Option<usize>,
+}
+
+impl Shape {
+    fn crosses(&self) -> bool {
+        self.sizes.len() > 1
+    }
+
+    /// The pool a node run in the context of `here` (None: an outside caller) calls into.
+    fn pick(&self, rng: &mut SplitMix, here: Option<usize>) -> usize {
+        match here {
+            _ if !self.crosses() => 0,
+            Some(here) if Some(here) == self.sink => here,
+            _ => rng.below(self.sizes.len()),
+        }
+    }
 }
 
 /// Numbers the leaves of the plans of one round.
@@ -73,7 +141,15 @@ impl Ids {
     }
 }
 
-fn random_plan(rng: &mut SplitMix, ids: &mut Ids, depth: usize, strategies: &[Strategy]) -> Plan {
+/// A random plan run in the context of pool `here` (None: by an outside caller).
+fn random_plan(
+    rng: &mut SplitMix,
+    ids: &mut Ids,
+    depth: usize,
+    strategies: &[Strategy],
+    shape: &Shape,
+    here: Option<usize>,
+) -> Plan {
     let choice = match depth {
         // A caller's plan: a loop, at times run in `install` (where its calls are outermost too).
         3 if rng.below(4) == 0 => 10,
@@ -81,42 +157,103 @@ fn random_plan(rng: &mut SplitMix, ids: &mut Ids, depth: usize, strategies: &[St
         0 => rng.below(5),
         _ => rng.below(10),
     };
+    // Crossing pools is the point of the multi-pool plans: installs and broadcasts are common.
+    let crosses = shape.crosses();
     match choice {
         0..=3 => Plan::Leaf {
             id: ids.take(),
             panics: rng.below(2000) == 0,
         },
+        // Leaves run in a pool's context: `here` is set below the top.
         4 => Plan::Detached {
             id: ids.take(),
+            pool: here.unwrap_or(0),
             worker: rng.below(1 << 16),
         },
-        10 => Plan::Install(Box::new(random_plan(rng, ids, 3, strategies))),
-        5 if rng.below(4) == 0 => {
-            Plan::Install(Box::new(random_plan(rng, ids, depth - 1, strategies)))
+        10 => {
+            let pool = shape.pick(rng, here);
+            Plan::Install {
+                pool,
+                child: Box::new(random_plan(rng, ids, 3, strategies, shape, Some(pool))),
+            }
         }
-        5 => Plan::Join(
-            Box::new(random_plan(rng, ids, depth - 1, strategies)),
-            Box::new(random_plan(rng, ids, depth - 1, strategies)),
-        ),
+        5 if rng.below(if crosses { 2 } else { 4 }) == 0 => {
+            let pool = shape.pick(rng, here);
+            Plan::Install {
+                pool,
+                child: Box::new(random_plan(
+                    rng,
+                    ids,
+                    depth - 1,
+                    strategies,
+                    shape,
+                    Some(pool),
+                )),
+            }
+        }
+        5 => {
+            let pool = shape.pick(rng, here);
+            Plan::Join {
+                pool,
+                a: Box::new(random_plan(
+                    rng,
+                    ids,
+                    depth - 1,
+                    strategies,
+                    shape,
+                    Some(pool),
+                )),
+                b: Box::new(random_plan(
+                    rng,
+                    ids,
+                    depth - 1,
+                    strategies,
+                    shape,
+                    Some(pool),
+                )),
+            }
+        }
         6 => {
+            let pool = shape.pick(rng, here);
             let n = 1 + rng.below(4);
-            Plan::Scope(
-                (0..n)
-                    .map(|_| random_plan(rng, ids, depth - 1, strategies))
+            Plan::Scope {
+                pool,
+                children: (0..n)
+                    .map(|_| random_plan(rng, ids, depth - 1, strategies, shape, Some(pool)))
                     .collect(),
-            )
+            }
+        }
+        7 if crosses && rng.below(2) == 0 => {
+            let pool = shape.pick(rng, here);
+            Plan::Broadcast {
+                pool,
+                children: (0..shape.sizes[pool])
+                    .map(|_| random_plan(rng, ids, depth - 1, strategies, shape, Some(pool)))
+                    .collect(),
+            }
         }
         _ => {
+            let pool = shape.pick(rng, here);
             let n = if depth == 3 {
                 16 + rng.below(48)
             } else {
                 rng.below(12)
             };
             Plan::Loop {
+                pool,
                 strategy: strategies[rng.below(strategies.len())].clone(),
                 chunks: rng.below(2) == 0,
                 children: (0..n)
-                    .map(|_| random_plan(rng, ids, depth.saturating_sub(1), strategies))
+                    .map(|_| {
+                        random_plan(
+                            rng,
+                            ids,
+                            depth.saturating_sub(1),
+                            strategies,
+                            shape,
+                            Some(pool),
+                        )
+                    })
                     .collect(),
             }
         }
@@ -134,7 +271,8 @@ struct Counters {
     ran: Arc<AtomicUsize>,
 }
 
-fn execute(pool: &ThreadPool, plan: &Plan, counters: &Counters) {
+fn execute(pools: &[&ThreadPool], plan: &Plan, counters: &Counters) {
+    let each = |children: &[Plan], i: usize| execute(pools, &children[i], counters);
     match plan {
         Plan::Leaf { id, panics } => {
             counters.hits[*id].fetch_add(1, Ordering::Relaxed);
@@ -143,42 +281,55 @@ fn execute(pool: &ThreadPool, plan: &Plan, counters: &Counters) {
                 panic::panic_any(Injected(*id));
             }
         }
-        Plan::Detached { id, worker } => {
+        Plan::Detached { id, pool, worker } => {
             counters.hits[*id].fetch_add(1, Ordering::Relaxed);
             counters.spawned.fetch_add(1, Ordering::Relaxed);
             let ran = Arc::clone(&counters.ran);
-            // The free function: the plan runs inside the pool, so it targets this pool.
-            parbench_scheduler::spawn_on(worker % pool.num_threads(), move || {
+            let task = move || {
                 ran.fetch_add(1, Ordering::Relaxed);
-            })
+            };
+            let target = pools[*pool];
+            let index = worker % target.num_threads();
+            if pools.len() == 1 {
+                // The free function: the plan runs inside the pool, so it targets this pool.
+                parbench_scheduler::spawn_on(index, task)
+            } else {
+                // Not the free function: a call nested MAX_NESTED_WAITS deep runs on the
+                // calling thread alone without entering its pool, so its body runs in the
+                // context of whatever pool that thread is in (see the module docs).
+                target.spawn_on(index, task)
+            }
             .expect("worker index in range");
         }
         Plan::Loop {
+            pool,
             strategy,
             chunks,
             children,
         } => {
             if *chunks {
-                pool.parallel_for_chunks_with(strategy, 0..children.len(), |chunk| {
-                    for i in chunk {
-                        execute(pool, &children[i], counters);
-                    }
+                pools[*pool].parallel_for_chunks_with(strategy, 0..children.len(), |chunk| {
+                    chunk.for_each(|i| each(children, i));
                 });
             } else {
-                pool.parallel_for_with(strategy, 0..children.len(), |i| {
-                    execute(pool, &children[i], counters);
-                });
+                pools[*pool].parallel_for_with(strategy, 0..children.len(), |i| each(children, i));
             }
         }
-        Plan::Join(a, b) => {
-            pool.join(|| execute(pool, a, counters), || execute(pool, b, counters));
+        Plan::Join { pool, a, b } => {
+            pools[*pool].join(
+                || execute(pools, a, counters),
+                || execute(pools, b, counters),
+            );
         }
-        Plan::Scope(children) => pool.scope(|s| {
+        Plan::Scope { pool, children } => pools[*pool].scope(|s| {
             for child in children {
-                s.spawn(move |_| execute(pool, child, counters));
+                s.spawn(move |_| execute(pools, child, counters));
             }
         }),
-        Plan::Install(child) => pool.install(|| execute(pool, child, counters)),
+        Plan::Install { pool, child } => pools[*pool].install(|| execute(pools, child, counters)),
+        Plan::Broadcast { pool, children } => {
+            pools[*pool].broadcast(|ctx| each(children, ctx.index()));
+        }
     }
 }
 
@@ -186,14 +337,16 @@ fn execute(pool: &ThreadPool, plan: &Plan, counters: &Counters) {
 fn leaves(plan: &Plan, out: &mut Vec<usize>) {
     match plan {
         Plan::Leaf { id, .. } | Plan::Detached { id, .. } => out.push(*id),
-        Plan::Loop { children, .. } | Plan::Scope(children) => {
+        Plan::Loop { children, .. }
+        | Plan::Scope { children, .. }
+        | Plan::Broadcast { children, .. } => {
             children.iter().for_each(|child| leaves(child, out));
         }
-        Plan::Join(a, b) => {
+        Plan::Join { a, b, .. } => {
             leaves(a, out);
             leaves(b, out);
         }
-        Plan::Install(child) => leaves(child, out),
+        Plan::Install { child, .. } => leaves(child, out),
     }
 }
 
@@ -208,27 +361,34 @@ fn build_pool(threads: usize, rng: &mut SplitMix) -> ThreadPool {
         .expect("pool")
 }
 
-/// Aborts the process with a snapshot of the pool if a round does not report within the limit.
+/// Aborts the process with a snapshot of every pool if a round does not report within the limit.
 struct Watchdog {
-    done: mpsc::Sender<Weak<ThreadPool>>,
+    done: mpsc::Sender<(usize, Vec<Weak<ThreadPool>>)>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Watchdog {
     fn start() -> Self {
-        let (done, rx) = mpsc::channel::<Weak<ThreadPool>>();
+        let (done, rx) = mpsc::channel::<(usize, Vec<Weak<ThreadPool>>)>();
         let thread = std::thread::spawn(move || {
             // Weak: the watchdog must not keep a pool alive past its drop.
-            let mut watched = Weak::new();
+            let (mut round, mut watched) = (0, Vec::new());
             loop {
                 match rx.recv_timeout(ROUND_LIMIT) {
-                    Ok(next) => watched = next,
+                    Ok(next) => (round, watched) = next,
                     Err(mpsc::RecvTimeoutError::Disconnected) => return,
                     Err(mpsc::RecvTimeoutError::Timeout) => {
-                        eprintln!("stress: a round has not finished in {ROUND_LIMIT:?}: hung");
-                        match watched.upgrade() {
-                            Some(pool) => eprintln!("{}", pool.snapshot()),
-                            None => eprintln!("(no pool at the time)"),
+                        eprintln!(
+                            "stress: round {round} has not finished in {ROUND_LIMIT:?}: hung"
+                        );
+                        if watched.is_empty() {
+                            eprintln!("(no pool at the time)");
+                        }
+                        for (index, pool) in watched.iter().enumerate() {
+                            match pool.upgrade() {
+                                Some(pool) => eprintln!("pool {index}: {}", pool.snapshot()),
+                                None => eprintln!("pool {index}: dropped"),
+                            }
                         }
                         std::process::abort();
                     }
@@ -241,10 +401,10 @@ impl Watchdog {
         }
     }
 
-    /// A round (or pool change) finished; `pool` is what the next one runs on.
-    fn progress(&self, pool: Option<&Arc<ThreadPool>>) {
-        let watched = pool.map_or_else(Weak::new, Arc::downgrade);
-        self.done.send(watched).expect("watchdog alive");
+    /// A round (or pool change) finished; `pools` are what round `next` runs on.
+    fn progress(&self, next: usize, pools: &[Arc<ThreadPool>]) {
+        let watched = pools.iter().map(Arc::downgrade).collect();
+        self.done.send((next, watched)).expect("watchdog alive");
     }
 }
 
@@ -266,13 +426,27 @@ fn rounds() -> usize {
 }
 
 /// Silences injected panics (hundreds would fill the log); any other panic is printed as usual.
+/// Rounds of the cross-pool test: `PARBENCH_CROSS_POOL_ROUNDS`, else half of [`rounds`], which
+/// keeps `scripts/test.sh`'s release step about as long as before (28 Nov, 2 cores: 10 000 rounds
+/// of it alone took 61 s; the single-pool test's 10 000 108 s alone, both together 119 s).
+fn cross_pool_rounds() -> usize {
+    std::env::var("PARBENCH_CROSS_POOL_ROUNDS")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| rounds().div_ceil(2))
+}
+
+/// Once per process: the tests of this file run at the same time.
 fn silence_injected_panics() {
-    let default = panic::take_hook();
-    panic::set_hook(Box::new(move |info| {
-        if !info.payload().is::<Injected>() {
-            default(info);
-        }
-    }));
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let default = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if !info.payload().is::<Injected>() {
+                default(info);
+            }
+        }));
+    });
 }
 
 /// Checks one caller's outcome; returns a description of the failure, if any.
@@ -317,47 +491,66 @@ fn check_caller(
     }
 }
 
-#[test]
-fn oversubscribed_pools_of_64_and_256_threads_lose_nothing() {
+/// What one stress test runs: its pools, callers and rounds.
+struct Setup {
+    /// The pools of each generation (threads, and the sink if any: see [`Shape`]); generation
+    /// `g` uses `generations[g % generations.len()]`.
+    generations: Vec<Shape>,
+    /// Outside threads running a plan at once each round.
+    callers: usize,
+    rounds: usize,
+    seed: u64,
+}
+
+/// Runs `setup`'s rounds: every round `callers` outside threads run a random plan each; every
+/// [`ROUNDS_PER_POOL`] rounds the pools are dropped (checking their detached tasks) and rebuilt.
+fn run(setup: &Setup) {
     silence_injected_panics();
-    let rounds = rounds();
     let strategies = all_strategies();
-    let mut rng = SplitMix(0x5EED_2026);
+    let mut rng = SplitMix(setup.seed);
     let watchdog = Watchdog::start();
     let ran = Arc::new(AtomicUsize::new(0));
-    let mut spawned_before_pool = 0usize;
-    let mut pool: Option<Arc<ThreadPool>> = None;
+    let mut spawned_before_pools = 0usize;
+    let mut pools: Vec<Arc<ThreadPool>> = Vec::new();
     let mut counters_spawned = 0usize;
     let mut panicking_rounds = 0usize;
+    let mut shape = &setup.generations[0];
+    let drop_pools = |pools: &mut Vec<Arc<ThreadPool>>, expected: usize, round: usize| {
+        pools.clear();
+        watchdog.progress(round, &[]);
+        assert_eq!(
+            ran.load(Ordering::Relaxed),
+            expected,
+            "round {round}: detached tasks spawned on the dropped pools did not all run"
+        );
+    };
 
-    for round in 0..rounds {
+    for round in 0..setup.rounds {
         if round % ROUNDS_PER_POOL == 0 {
-            if let Some(old) = pool.take() {
+            if !pools.is_empty() {
                 // Dropped right after a round, or after idling long enough for workers to park.
                 if rng.below(2) == 0 {
                     std::thread::sleep(Duration::from_millis(2));
                 }
-                drop(old);
-                watchdog.progress(None);
-                assert_eq!(
-                    ran.load(Ordering::Relaxed),
-                    spawned_before_pool + counters_spawned,
-                    "round {round}: detached tasks spawned on the dropped pool did not all run"
-                );
+                let expected = spawned_before_pools + counters_spawned;
+                drop_pools(&mut pools, expected, round);
             }
-            spawned_before_pool = ran.load(Ordering::Relaxed);
+            spawned_before_pools = ran.load(Ordering::Relaxed);
             counters_spawned = 0;
-            // 64 and 256: oversubscribed; 2: fewer workers than outside callers, so every worker
-            // stands aside for a guest at times (a lost task there hangs a parked guest).
-            let threads = [64, 256, 2][(round / ROUNDS_PER_POOL) % 3];
-            pool = Some(Arc::new(build_pool(threads, &mut rng)));
-            watchdog.progress(pool.as_ref());
+            let generations = &setup.generations;
+            shape = &generations[(round / ROUNDS_PER_POOL) % generations.len()];
+            pools = shape
+                .sizes
+                .iter()
+                .map(|&threads| Arc::new(build_pool(threads, &mut rng)))
+                .collect();
+            watchdog.progress(round, &pools);
         }
-        let current = pool.as_ref().expect("pool");
+        let current: Vec<&ThreadPool> = pools.iter().map(|pool| &**pool).collect();
 
         let mut ids = Ids { next: 0 };
-        let plans: Vec<Plan> = (0..CALLERS)
-            .map(|_| random_plan(&mut rng, &mut ids, 3, &strategies))
+        let plans: Vec<Plan> = (0..setup.callers)
+            .map(|_| random_plan(&mut rng, &mut ids, 3, &strategies, shape, None))
             .collect();
         let counters = Counters {
             hits: (0..ids.next).map(|_| AtomicUsize::new(0)).collect(),
@@ -370,9 +563,11 @@ fn oversubscribed_pools_of_64_and_256_threads_lose_nothing() {
                 .iter()
                 .map(|plan| {
                     let counters = &counters;
-                    let pool = &**current;
+                    let current = &current;
                     s.spawn(move || {
-                        panic::catch_unwind(AssertUnwindSafe(|| execute(pool, plan, counters)))
+                        panic::catch_unwind(AssertUnwindSafe(|| {
+                            execute(current, plan, counters);
+                        }))
                     })
                 })
                 .collect();
@@ -381,28 +576,69 @@ fn oversubscribed_pools_of_64_and_256_threads_lose_nothing() {
                 .map(|handle| handle.join().expect("caller thread"))
                 .collect()
         });
-        watchdog.progress(pool.as_ref());
+        watchdog.progress(round + 1, &pools);
         if !counters.fired.lock().unwrap().is_empty() {
             panicking_rounds += 1;
         }
         for (caller, (outcome, plan)) in outcomes.into_iter().zip(&plans).enumerate() {
             if let Err(failure) = check_caller(caller, outcome, plan, &counters) {
                 panic!(
-                    "round {round} ({} threads): {failure}",
-                    current.num_threads()
+                    "round {round} (pools of {:?} threads): {failure}",
+                    shape.sizes
                 );
             }
         }
         counters_spawned += counters.spawned.load(Ordering::Relaxed);
     }
-    if let Some(last) = pool.take() {
-        drop(last);
-        assert_eq!(
-            ran.load(Ordering::Relaxed),
-            spawned_before_pool + counters_spawned,
-            "detached tasks spawned on the last pool did not all run"
-        );
+    if !pools.is_empty() {
+        let expected = spawned_before_pools + counters_spawned;
+        drop_pools(&mut pools, expected, setup.rounds);
     }
     drop(watchdog);
-    eprintln!("stress: {rounds} rounds, {panicking_rounds} with injected panics");
+    eprintln!(
+        "stress: {} rounds, {panicking_rounds} with injected panics",
+        setup.rounds
+    );
+}
+
+#[test]
+fn oversubscribed_pools_of_64_and_256_threads_lose_nothing() {
+    // 64 and 256: oversubscribed; 2: fewer workers than outside callers, so every worker stands
+    // aside for a guest at times (a lost task there hangs a parked guest).
+    let single = |threads| Shape {
+        sizes: vec![threads],
+        sink: None,
+    };
+    run(&Setup {
+        generations: vec![single(64), single(256), single(2)],
+        callers: CALLERS,
+        rounds: rounds(),
+        seed: 0x5EED_2026,
+    });
+}
+
+/// Outside threads calling into the pools at once in the cross-pool test.
+const CROSS_CALLERS: usize = 3;
+
+/// Two or three pools whose work calls into each other: a plan node picks its pool at random, so
+/// a loop of one pool runs bodies that `install`, broadcast, join or loop on another, whose work
+/// comes back to the first, and broadcasts run inside installs. See the module docs for what is
+/// excluded.
+#[test]
+fn pools_calling_into_each_other_lose_nothing() {
+    let cross = |sizes: &[usize], sink| Shape {
+        sizes: sizes.to_vec(),
+        sink,
+    };
+    run(&Setup {
+        generations: vec![
+            cross(&[2, 3], None),
+            cross(&[2, 3, 16], Some(2)),
+            cross(&[1, 2, 2], None),
+            cross(&[1, 4, 32], Some(2)),
+        ],
+        callers: CROSS_CALLERS,
+        rounds: cross_pool_rounds(),
+        seed: 0xC055_2026,
+    });
 }
