@@ -159,6 +159,10 @@ fn random_plan(
     };
     // Crossing pools is the point of the multi-pool plans: installs and broadcasts are common.
     let crosses = shape.crosses();
+    // A child plan, run in the context of `pool`.
+    let sub = |rng: &mut SplitMix, ids: &mut Ids, depth: usize, pool: usize| {
+        random_plan(rng, ids, depth, strategies, shape, Some(pool))
+    };
     match choice {
         0..=3 => Plan::Leaf {
             id: ids.take(),
@@ -174,43 +178,22 @@ fn random_plan(
             let pool = shape.pick(rng, here);
             Plan::Install {
                 pool,
-                child: Box::new(random_plan(rng, ids, 3, strategies, shape, Some(pool))),
+                child: Box::new(sub(rng, ids, 3, pool)),
             }
         }
         5 if rng.below(if crosses { 2 } else { 4 }) == 0 => {
             let pool = shape.pick(rng, here);
             Plan::Install {
                 pool,
-                child: Box::new(random_plan(
-                    rng,
-                    ids,
-                    depth - 1,
-                    strategies,
-                    shape,
-                    Some(pool),
-                )),
+                child: Box::new(sub(rng, ids, depth - 1, pool)),
             }
         }
         5 => {
             let pool = shape.pick(rng, here);
             Plan::Join {
                 pool,
-                a: Box::new(random_plan(
-                    rng,
-                    ids,
-                    depth - 1,
-                    strategies,
-                    shape,
-                    Some(pool),
-                )),
-                b: Box::new(random_plan(
-                    rng,
-                    ids,
-                    depth - 1,
-                    strategies,
-                    shape,
-                    Some(pool),
-                )),
+                a: Box::new(sub(rng, ids, depth - 1, pool)),
+                b: Box::new(sub(rng, ids, depth - 1, pool)),
             }
         }
         6 => {
@@ -218,9 +201,7 @@ fn random_plan(
             let n = 1 + rng.below(4);
             Plan::Scope {
                 pool,
-                children: (0..n)
-                    .map(|_| random_plan(rng, ids, depth - 1, strategies, shape, Some(pool)))
-                    .collect(),
+                children: (0..n).map(|_| sub(rng, ids, depth - 1, pool)).collect(),
             }
         }
         7 if crosses && rng.below(2) == 0 => {
@@ -228,7 +209,7 @@ fn random_plan(
             Plan::Broadcast {
                 pool,
                 children: (0..shape.sizes[pool])
-                    .map(|_| random_plan(rng, ids, depth - 1, strategies, shape, Some(pool)))
+                    .map(|_| sub(rng, ids, depth - 1, pool))
                     .collect(),
             }
         }
@@ -244,16 +225,7 @@ fn random_plan(
                 strategy: strategies[rng.below(strategies.len())].clone(),
                 chunks: rng.below(2) == 0,
                 children: (0..n)
-                    .map(|_| {
-                        random_plan(
-                            rng,
-                            ids,
-                            depth.saturating_sub(1),
-                            strategies,
-                            shape,
-                            Some(pool),
-                        )
-                    })
+                    .map(|_| sub(rng, ids, depth.saturating_sub(1), pool))
                     .collect(),
             }
         }
