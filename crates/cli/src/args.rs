@@ -319,7 +319,8 @@ pub const FILE_PARAMETERS: [&str; 2] = ["input", "matrix"];
 /// Options of `parbench-cli plot`.
 #[derive(Debug, Args)]
 pub struct PlotArgs {
-    /// JSON results written by `sweep --output FILE.json`.
+    /// JSON results written by `sweep --output FILE.json`. The report of an unfinished sweep
+    /// (still running, or stopped) is drawn from the rounds it holds, with a note on stderr.
     #[arg(value_name = "RESULTS.json")]
     pub results: PathBuf,
     /// The figure to write (.svg or .png).

@@ -683,6 +683,15 @@ fn plot(args: &PlotArgs) -> Result<(), CliError> {
     let file = ResultsFile::open(&args.output, "figure", format.name())?;
     file.refuse_same_file(&args.results, "the results file plot reads")?;
     let report = read_report(&args.results)?;
+    // A figure of a sweep still running (or stopped) is useful, unlike `standings` over one: it
+    // is drawn, but said to be partial, as `standings --allow-partial` says so in its header.
+    if let Some((held, planned)) = report.unfinished_rounds() {
+        eprintln!(
+            "note: {} holds {held} of the {planned} rounds its sweep planned (unfinished); the \
+             figure shows those",
+            args.results.display()
+        );
+    }
     let bytes = match format {
         FigureFormat::Svg => render_svg(&report)?.into_bytes(),
         FigureFormat::Png => png_bytes(|path| Ok(render_png(&report, path)?))?,

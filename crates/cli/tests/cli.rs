@@ -959,6 +959,15 @@ fn standings_rank_tree_over_reports_and_reject_bad_input() {
     );
     let output = cli(&["compare", first, partial, "--allow-partial"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // `plot` draws it (a figure of a running sweep is useful) but says it is partial.
+    let figure = scratch("standings-unfinished.svg");
+    let output = cli(&["plot", partial, "-o", figure.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("holds 2 of the 3 rounds its sweep planned (unfinished)"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
