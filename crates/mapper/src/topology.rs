@@ -25,6 +25,8 @@ use hwlocality::object::types::ObjectType;
 use hwlocality::object::{TopologyObject, TopologyObjectID};
 use serde::{Deserialize, Serialize};
 
+mod interleaving;
+
 /// Errors while building or using a [`Topology`].
 ///
 /// ```
@@ -262,8 +264,10 @@ impl Topology {
     /// (hwloc would build every one of them first), [`TopologyError::SyntheticIndexes`] for an
     /// `indexes=` attribute hwloc would ignore or misapply: an explicit list must give each
     /// object of its level (all of them, over the whole machine) a distinct number up to
-    /// [`MAX_SYNTHETIC_OS_INDEX`]; an interleaving (`indexes=core:pu`, `indexes=2*4:1*2`) must change
-    /// the numbering (hwloc drops one it cannot apply without a word).
+    /// [`MAX_SYNTHETIC_OS_INDEX`]; an interleaving (`indexes=pack:core`, `indexes=2*4:1*2`) must be
+    /// one hwloc applies and must give each object its own number (hwloc drops one it cannot
+    /// apply without a word, and aborts the process on one naming a level below its own). An
+    /// interleaving that numbers the level in order (`indexes=1*2:2*2`) is valid.
     ///
     /// # Examples
     ///
@@ -311,11 +315,33 @@ impl Topology {
                     .map_err(|problem| invalid(level, indexes, problem))?;
             }
         }
+        // Interleavings too: one naming a level below its own makes hwloc abort the process.
+        let mut in_order = vec![false; levels.len()];
+        if let Some(model) = interleaving_model(&levels) {
+            // The root's attributes, if any, come first as a level of no text: the machine.
+            let root = usize::from(levels.first().is_some_and(|l| l.text.is_empty()));
+            for (position, level) in levels.iter().enumerate() {
+                let Some(indexes) = level.indexes.as_deref().filter(|i| !is_list(i)) else {
+                    continue;
+                };
+                if let Some(numbers) =
+                    interleaving::interleaving(indexes, &model, position + 1 - root)
+                        .map_err(|problem| invalid(level, indexes, problem))?
+                {
+                    in_order[position] = (0..).zip(&numbers).all(|(j, &number)| j == number);
+                }
+            }
+        }
         let hw = build(description)?;
-        for level in &levels {
+        for (level, in_order) in levels.iter().zip(in_order) {
             let Some(indexes) = level.indexes.as_deref().filter(|i| !is_list(i)) else {
                 continue;
             };
+            // A valid interleaving that numbers the level in order changes nothing, like one
+            // hwloc drops; only the model tells them apart.
+            if in_order {
+                continue;
+            }
             if os_indexes(&hw) == os_indexes(&build(&level.without_indexes(description))?) {
                 return Err(invalid(
                     level,
@@ -700,6 +726,25 @@ fn synthetic_levels(description: &str) -> Vec<SyntheticLevel> {
     levels
 }
 
+/// The levels as [`interleaving::interleaving`] sees them (the machine first), or `None` when
+/// the description attaches objects (`[numa]`), which the model does not place.
+fn interleaving_model(levels: &[SyntheticLevel]) -> Option<Vec<interleaving::Level<'_>>> {
+    let mut model = vec![interleaving::Level {
+        type_name: Some("machine"),
+        objects: 1,
+    }];
+    for level in levels.iter().filter(|l| !l.text.is_empty()) {
+        if level.text.starts_with('[') {
+            return None;
+        }
+        model.push(interleaving::Level {
+            type_name: level.text.split_once(':').map(|(name, _)| name),
+            objects: level.objects,
+        });
+    }
+    Some(model)
+}
+
 /// Checks an explicit `indexes=` list (digits and commas only) for a level of `objects` objects.
 fn check_index_list(list: &str, objects: u64) -> Result<(), String> {
     if list.is_empty() {
@@ -910,22 +955,22 @@ mod tests {
                 "core:2 pu:2(indexes=99999999999,1,2,3)",
                 "99999999999 is above 65535",
             ),
-            ("core:2 pu:2(indexes=a,b,c,d)", "changes no object's number"),
             (
-                "core:2 pu:2(indexes=-1,1,2,3)",
-                "changes no object's number",
+                "core:2 pu:2(indexes=a,b,c,d)",
+                "\"a,b,c,d\" is not an object type",
             ),
-            ("core:2 pu:2(indexes=foo:bar)", "changes no object's number"),
-            ("core:2 pu:2(indexes=pu:core)", "changes no object's number"),
+            ("core:2 pu:2(indexes=-1,1,2,3)", "is not an object type"),
+            (
+                "core:2 pu:2(indexes=foo:bar)",
+                "\"foo\" is not an object type",
+            ),
+            (
+                "core:2 pu:2(indexes=pu:core)",
+                "\"pu\" names no level above the last",
+            ),
             ("numa:2(memory=1GB indexes=0,0) pu:2", "0 is given twice"),
         ] {
-            match Topology::synthetic(bad) {
-                Err(error @ TopologyError::SyntheticIndexes { .. }) => {
-                    let message = error.to_string();
-                    assert!(message.contains(problem), "{bad:?}: {message}");
-                }
-                other => panic!("{bad:?} should be rejected: {other:?}"),
-            }
+            assert_bad_indexes(bad, problem);
         }
         // Well-formed ones still work: a list, an interleaving by level names and by loops,
         // and a list beside another attribute.
@@ -934,11 +979,78 @@ mod tests {
             ("pack:2 core:2 pu:1(indexes=pack:core)", vec![0, 2, 1, 3]),
             ("core:2 pu:2(indexes=2*2:1*2)", vec![0, 2, 1, 3]),
             ("numa:2(memory=1GB indexes=1,0) pu:2", vec![0, 1, 2, 3]),
+            ("core:2 pu:2(indexes=core)", vec![0, 2, 1, 3]),
+            ("core:2 pu:2(indexes=0x2*2:1*2)", vec![0, 2, 1, 3]),
         ] {
             let t = Topology::synthetic(good).unwrap_or_else(|e| panic!("{good:?}: {e}"));
             let os: Vec<usize> = t.pus().iter().map(|pu| pu.os_index).collect();
             assert_eq!(os, pus, "{good:?}");
         }
+    }
+
+    /// Rejects `bad` with a [`TopologyError::SyntheticIndexes`] naming `problem`.
+    fn assert_bad_indexes(bad: &str, problem: &str) {
+        match Topology::synthetic(bad) {
+            Err(error @ TopologyError::SyntheticIndexes { .. }) => {
+                let message = error.to_string();
+                assert!(message.contains(problem), "{bad:?}: {message}");
+            }
+            other => panic!("{bad:?} should be rejected: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn interleavings_that_number_the_level_in_order_are_accepted() {
+        // The same numbering as no attribute, and as an interleaving hwloc drops.
+        for (good, pus) in [
+            ("core:2 pu:2(indexes=1*2:2*2)", vec![0, 1, 2, 3]),
+            ("core:2 pu:2(indexes=1*4)", vec![0, 1, 2, 3]),
+            ("pack:2 core:2 pu:1(indexes=core:pack)", vec![0, 1, 2, 3]),
+            (
+                "pack:2 l2:2 pu:1(indexes=L2Cache:package)",
+                vec![0, 1, 2, 3],
+            ),
+            ("core:4(indexes=core) pu:1", vec![0, 1, 2, 3]),
+        ] {
+            let t = Topology::synthetic(good).unwrap_or_else(|e| panic!("{good:?}: {e}"));
+            let os: Vec<usize> = t.pus().iter().map(|pu| pu.os_index).collect();
+            assert_eq!(os, pus, "{good:?}");
+        }
+    }
+
+    #[test]
+    fn interleavings_hwloc_drops_or_misapplies_are_typed_errors() {
+        for (bad, problem) in [
+            // hwloc drops these interleavings.
+            (
+                "core:2 pu:2(indexes=3*2)",
+                "cover 2 of the level's 4 objects",
+            ),
+            ("core:2 pu:2(indexes=2*2:)", "loop \"\" is not STEP*COUNT"),
+            ("core:2 pu:2(indexes=2*0)", "zero step or count"),
+            (
+                "core:2 pu:2(indexes=08*2)",
+                "loop \"08*2\" is not STEP*COUNT",
+            ),
+            ("core:2 pu:2(indexes=1*2:1*2)", "two objects number 0"),
+            (
+                "pack:2 core:2 pu:1(indexes=core:core)",
+                "\"core\" is named twice",
+            ),
+            // hwloc applies this one and merges PUs 1 and 4 (it checks only for a repeated 0).
+            ("core:3 pu:2(indexes=1*3:2*2)", "two objects number 1"),
+        ] {
+            assert_bad_indexes(bad, problem);
+        }
+    }
+
+    #[test]
+    fn an_interleaving_naming_a_lower_level_is_refused_before_hwloc_aborts() {
+        // hwloc 2.9 fails an assertion (`step`) on this one and aborts the process.
+        assert_bad_indexes(
+            "pack:2(indexes=core) core:2 pu:1",
+            "level 2 (core) is below this one",
+        );
     }
 
     #[test]
