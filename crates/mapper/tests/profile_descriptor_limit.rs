@@ -1,44 +1,109 @@
-//! `profile -- CMD` opens one descriptor per event on each thread it finds. With a PMU's dozen
-//! events the usual limit of 1024 runs out near 90 threads; the threads left without counters
-//! must be counted as not listed, and the scans of `/proc` must go on finding them (with no
-//! descriptor left they failed, and later threads went unseen). A test binary of its own: the
-//! descriptor limit is process-wide.
+//! `profile_command` opens one descriptor per event on each thread it finds. With a PMU's dozen
+//! events the usual soft limit of 1024 runs out near 90 threads, while the hard limit is often
+//! far higher: profile_command raises the soft limit itself when it needs more (library callers
+//! had to call `raise_descriptor_limit` first, as the CLI does). Beyond the hard limit, threads
+//! left without counters are counted as not listed, and the scans of `/proc` must go on finding
+//! them (with no descriptor left they failed, and later threads went unseen).
+//!
+//! The limits are process-wide and a lowered hard limit cannot be raised again without
+//! privileges: each case lowers them in a child process, this test binary run again for one
+//! test with `CHILD_CASE` set, so this process's limits are never touched.
 
-use parbench_mapper::perf::{ProfileRequest, profile_command};
+use std::process::Command;
+
+use parbench_mapper::perf::{CommandProfile, ProfileRequest, profile_command};
+
+/// Names the case a child process runs; unset in the parent.
+const CHILD_CASE: &str = "PARBENCH_DESCRIPTOR_LIMIT_CASE";
 
 fn open_descriptors() -> u64 {
     std::fs::read_dir("/proc/self/fd").unwrap().count() as u64
 }
 
-#[test]
-fn threads_whose_counters_the_os_refuses_are_counted_as_not_listed() {
-    let request = ProfileRequest::software_only("sh", 1);
-    let events = request.events.len() as u64;
-    // Room for the inherited counters, profile_command's 16 spare descriptors and about two
-    // threads' counters.
-    let mut saved = libc::rlimit {
+fn limits() -> libc::rlimit {
+    let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes into a valid rlimit we own.
     assert_eq!(
-        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut saved) },
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
         0
     );
+    limit
+}
+
+/// In the child: lowers the soft limit (and the hard one with `hard_too`) to room for the
+/// inherited counters, profile_command's 16 spare descriptors and about two threads' counters,
+/// then profiles the shell and four sleeps, alive for a second (scans come every 50 ms at most).
+fn profile_under_lowered_limit(hard_too: bool) -> CommandProfile {
+    let request = ProfileRequest::software_only("sh", 1);
+    let events = request.events.len() as u64;
+    let low = open_descriptors() + 3 * events + 16;
+    let before = limits();
+    assert!(
+        before.rlim_max > low + 5 * events + 64,
+        "{}",
+        before.rlim_max
+    );
     let lowered = libc::rlimit {
-        rlim_cur: open_descriptors() + 3 * events + 16,
-        ..saved
+        rlim_cur: low,
+        rlim_max: if hard_too { low } else { before.rlim_max },
     };
-    // SAFETY: setrlimit reads a valid rlimit; only the soft limit is lowered, and nothing else
-    // in this binary opens descriptors meanwhile.
+    // SAFETY: setrlimit reads a valid rlimit; lowering is always allowed. This is a child
+    // process running this one test.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lowered) }, 0);
-    // The shell and four sleeps, alive for a second (scans come every 50 ms at most).
     let script = "for i in 1 2 3 4; do sleep 1 & done; wait";
     let argv: Vec<String> = ["sh", "-c", script].map(String::from).to_vec();
-    let profile = profile_command(&argv, &request, None);
-    // SAFETY: setrlimit reads a valid rlimit: the limit as it was.
-    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &saved) }, 0);
-    let profile = profile.unwrap();
+    profile_command(&argv, &request, None).unwrap()
+}
+
+/// Runs `test` of this binary in a child process with [`CHILD_CASE`] set, and checks it passed.
+fn run_in_child(test: &str) {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_CASE, test)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{test} failed in its child process ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+}
+
+/// Whether this process is the child for `test`; in the parent, runs the child first.
+fn is_child_for(test: &str) -> bool {
+    if std::env::var(CHILD_CASE).as_deref() == Ok(test) {
+        return true;
+    }
+    if std::env::var_os(CHILD_CASE).is_none() {
+        run_in_child(test);
+    }
+    false
+}
+
+#[test]
+fn a_low_soft_limit_is_raised_for_the_counters_without_the_caller_asking() {
+    if !is_child_for("a_low_soft_limit_is_raised_for_the_counters_without_the_caller_asking") {
+        return;
+    }
+    let profile = profile_under_lowered_limit(false);
+    assert_eq!(profile.threads_not_listed, 0, "{profile}");
+    assert_eq!(profile.thread_ids.len(), 5, "{profile}");
+    // Raised to the hard limit, which is far above the lowered soft one.
+    let now = limits();
+    assert_eq!(now.rlim_cur, now.rlim_max);
+}
+
+#[test]
+fn threads_whose_counters_the_hard_limit_refuses_are_counted_as_not_listed() {
+    if !is_child_for("threads_whose_counters_the_hard_limit_refuses_are_counted_as_not_listed") {
+        return;
+    }
+    let profile = profile_under_lowered_limit(true);
     let listed = profile.thread_ids.len();
     assert!(listed >= 1, "{profile}");
     assert!(profile.threads_not_listed >= 1, "{profile}");

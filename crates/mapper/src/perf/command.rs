@@ -23,7 +23,7 @@ use super::profile::{counted_quantities, read_json_file};
 use super::{MixSource, Profile, ProfileError, ProfileRequest, ThreadCounters, probe_events};
 use crate::corun::ChildOutput;
 use crate::corun::kill_leftovers;
-use crate::corun::launch::{self, Launched};
+use crate::corun::launch::{self, Launched, raise_descriptor_limit};
 use crate::mix::{InstrClass, InstructionMix};
 use crate::tasks::{Pid, all_processes, descendants, thread_start_time, threads_of};
 
@@ -135,7 +135,7 @@ impl CommandProfile {
             format!(
                 "{} more thread(s) of this command are not listed per thread: per-thread \
                  counters stop at {MAX_PROFILED_THREADS} threads or when they would leave too \
-                 few file descriptors (ulimit -n); the totals include them",
+                 few file descriptors under the hard limit (ulimit -Hn); the totals include them",
                 self.threads_not_listed
             )
         })
@@ -205,6 +205,12 @@ impl fmt::Display for CommandProfile {
 /// Runs `argv` to completion with every event of `request` counted over all its threads and
 /// child processes; the command's output goes to the caller's stderr. Must be called from a
 /// thread that no other part of the program uses to start processes meanwhile.
+///
+/// Per-thread counters take one descriptor per event on each thread: when the soft limit on
+/// open descriptors (`ulimit -n`) would stop them, it is raised to the hard limit, once and for
+/// the rest of the process ([`raise_descriptor_limit`]; the command keeps the limit it started
+/// with). Threads beyond the hard limit are in the totals but not listed
+/// ([`CommandProfile::threads_not_listed`]).
 ///
 /// The command runs as corun runs its commands: in a process group of its own, killed if the
 /// calling thread dies. When it exits, whatever it left running (its group, and processes that
@@ -285,9 +291,14 @@ fn profile_command_listing(
         .iter()
         .filter(|event| available.contains(event))
         .count() as u64;
-    let descriptors_left = descriptor_limit()
-        .saturating_sub(open_descriptors())
-        .saturating_sub(SPARE_DESCRIPTORS);
+    let open_before = open_descriptors();
+    let descriptors_left = || {
+        descriptor_limit()
+            .saturating_sub(open_before)
+            .saturating_sub(SPARE_DESCRIPTORS)
+    };
+    let mut left = descriptors_left();
+    let mut limit_raised = false;
     let mut interval = Duration::from_millis(2);
     let status = loop {
         let processes = all_processes();
@@ -304,7 +315,15 @@ fn profile_command_listing(
                     continue;
                 }
                 let needed = (watched.len() as u64 + 1).saturating_mul(per_thread);
-                if watched.len() >= max_listed || needed > descriptors_left {
+                if needed > left && !limit_raised {
+                    // Once, when first needed, so that callers need not know: the soft limit
+                    // (often 1024) up to the hard one. The command started with the soft limit
+                    // as it was and keeps it.
+                    limit_raised = true;
+                    raise_descriptor_limit();
+                    left = descriptors_left();
+                }
+                if watched.len() >= max_listed || needed > left {
                     not_listed.push((tid, start));
                     continue;
                 }
