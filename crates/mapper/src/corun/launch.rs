@@ -8,6 +8,15 @@
 //! behind. A [`Launched`] value owns the running commands: dropping it (also on an error or a
 //! panic) kills and reaps every command still running.
 //!
+//! Each command is also made a child subreaper (`PR_SET_CHILD_SUBREAPER`, kept across `exec`):
+//! a process its descendants orphan (a double fork under `setsid`, the usual way to leave the
+//! group and the session) is re-parented to the command rather than to init, so the walk of its
+//! descendants still finds it while the command runs. The command then also gets to wait for
+//! such orphans (shells and most programs reap whatever child exits). Out of reach remain a
+//! process orphaned after the command itself exited (re-parented to init then) that no scan saw
+//! before, and processes started on the command's behalf by another one (a daemon asked over
+//! IPC, a service manager).
+//!
 //! A leader that exits is *not* reaped at once: its exit is read with `waitid(WNOWAIT)` and it
 //! stays a zombie until [`Launched`] is dropped. The zombie keeps its pid — which is also its
 //! group's id — from being given to another process, so every `kill(-pgid, …)` here reaches only
@@ -145,6 +154,9 @@ pub(crate) fn spawn(argv: &[String], output: ChildOutput) -> io::Result<Running>
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(io::Error::last_os_error());
             }
+            // The command becomes a child subreaper (kept across exec): see the module
+            // documentation. Best effort (Linux 3.4 and later).
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
             // The parent may have died before prctl took effect: then no signal would come, and
             // the child has a new parent. (Not "the parent is 1": the parent may itself be PID 1,
             // in a container or a new PID namespace.)

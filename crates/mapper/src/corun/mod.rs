@@ -7,7 +7,8 @@
 //!    remembers when it started.
 //! 2. Every poll interval (10 ms after a change, doubling to 100 ms while nothing changes, and
 //!    at once when a command exits, through a pidfd) it scans `/proc`
-//!    for each command's processes — its process group, plus descendants that left it — and
+//!    for each command's processes — its process group, plus descendants that left it (the
+//!    command is made a child subreaper, so what they orphan stays among them) — and
 //!    their threads (`/proc/PID/task`), so threads and child processes created late are seen.
 //! 3. A [`Roster`] maps all threads of all commands together over the machine's topology
 //!    ([`Algorithm::map_sharing`]: instruction-aware, the study's Algorithm 1, round-robin,
@@ -15,7 +16,8 @@
 //!    whenever a thread appears or disappears, and pins with `sched_setaffinity` the threads whose
 //!    CPU changed.
 //! 4. When a command's leader exits, its exit status and wall time are recorded and anything it
-//!    left running — in its group, or descendants that left the group — is killed; when all have
+//!    left running — in its group, or descendants that left the group, also those seen before
+//!    that its exit handed on to init — is killed; when all have
 //!    exited, the [`CorunReport`] has each command's status and wall time and the *system time*
 //!    (first start to last exit).
 //!
@@ -370,22 +372,50 @@ fn outside_group(pgid: Pid, processes: &[ProcessStat]) -> Vec<ProcessStat> {
         .collect()
 }
 
-/// Kills what the exited leader of command `pgid` left running: its group at once, and the
-/// processes that left the group (which a signal to the group misses) one by one. Returns how
-/// many processes it killed.
-pub(crate) fn kill_leftovers(pgid: Pid, processes: &[ProcessStat]) -> usize {
-    let rest = members(pgid, processes);
-    if rest.is_empty() {
-        return 0;
+/// Records in `seen` (latest listing per pid) the running processes of command `pgid` that have
+/// left its group, for [`kill_leftovers`].
+pub(crate) fn note_outside_group(
+    pgid: Pid,
+    processes: &[ProcessStat],
+    seen: &mut Vec<ProcessStat>,
+) {
+    for process in outside_group(pgid, processes) {
+        seen.retain(|p| p.pid != process.pid);
+        seen.push(process);
     }
-    let group_killed = launch::signal_group(pgid, libc::SIGKILL);
-    let outside = outside_group(pgid, processes);
-    rest.iter()
-        .filter(|(pid, _)| match outside.iter().find(|p| p.pid == *pid) {
-            Some(process) => launch::signal_process(process, libc::SIGKILL),
-            None => group_killed,
-        })
-        .count()
+}
+
+/// Kills what the exited leader of command `pgid` left running: its group at once, and the
+/// processes that left the group (which a signal to the group misses) one by one — those among
+/// its descendants now and those seen outside the group before (`seen_outside`, from
+/// [`note_outside_group`]): the leader, a child subreaper, had adopted what its descendants
+/// orphaned, and its exit handed them on to init, out of its descendants. Returns how many
+/// processes it killed.
+pub(crate) fn kill_leftovers(
+    pgid: Pid,
+    processes: &[ProcessStat],
+    seen_outside: &[ProcessStat],
+) -> usize {
+    let rest = members(pgid, processes);
+    let mut outside = outside_group(pgid, processes);
+    for process in seen_outside {
+        let running_now = processes
+            .iter()
+            .any(|now| now.pid == process.pid && crate::tasks::is_running(now));
+        if running_now && !outside.iter().any(|p| p.pid == process.pid) {
+            outside.push(process.clone());
+        }
+    }
+    let in_group = rest
+        .iter()
+        .filter(|(pid, _)| !outside.iter().any(|p| p.pid == *pid))
+        .count();
+    let group_killed = in_group > 0 && launch::signal_group(pgid, libc::SIGKILL);
+    let outside_killed = outside
+        .iter()
+        .filter(|process| launch::signal_process(process, libc::SIGKILL))
+        .count();
+    usize::from(group_killed) * in_group + outside_killed
 }
 
 /// Runs `commands` together, mapping all their threads with `options.algorithm` until every
@@ -438,6 +468,7 @@ pub fn corun(
     let mut statuses: Vec<Option<CommandStatus>> = vec![None; commands.len()];
     let mut processes_seen: Vec<Vec<Pid>> = vec![Vec::new(); commands.len()];
     let mut leftovers = vec![0usize; commands.len()];
+    let mut outside_seen: Vec<Vec<ProcessStat>> = vec![Vec::new(); commands.len()];
     let start = Instant::now();
     for (index, command) in commands.iter().enumerate() {
         match launch::spawn(&command.argv, options.output) {
@@ -457,7 +488,7 @@ pub fn corun(
         let processes = all_processes();
         for index in finished_now {
             if let Some(running) = &launched.running[index] {
-                leftovers[index] = kill_leftovers(running.pid, &processes);
+                leftovers[index] = kill_leftovers(running.pid, &processes, &outside_seen[index]);
             }
         }
         if stopped.is_none() {
@@ -501,6 +532,7 @@ pub fn corun(
             if running.finished.is_some() {
                 continue;
             }
+            note_outside_group(running.pid, &processes, &mut outside_seen[index]);
             for (pid, threads) in members(running.pid, &processes) {
                 if !processes_seen[index].contains(&pid) {
                     processes_seen[index].push(pid);
@@ -661,6 +693,66 @@ fn not_this_system(topology: &Topology) -> CorunError {
     }
 }
 
+/// A command whose grandchild leaves its group and session by a double fork under `setsid` and
+/// is orphaned at once, then spins until told to stop; the command exits 300 ms after the
+/// grandchild started, telling it to stop first or not. For the tests that it is still reached.
+#[cfg(test)]
+pub(crate) struct OrphanedGrandchild {
+    /// Where the grandchild writes its pid; `.done` beside it tells it to stop.
+    pid_file: std::path::PathBuf,
+}
+
+#[cfg(test)]
+impl OrphanedGrandchild {
+    /// `None` without a `setsid` program.
+    pub(crate) fn new(name: &str) -> Option<OrphanedGrandchild> {
+        let setsid = std::process::Command::new("setsid").arg("true").status();
+        if !setsid.is_ok_and(|status| status.success()) {
+            return None;
+        }
+        let pid_file =
+            std::env::temp_dir().join(format!("orphan-{name}-{}.pid", std::process::id()));
+        let _ = std::fs::remove_file(&pid_file);
+        let _ = std::fs::remove_file(pid_file.with_extension("done"));
+        Some(OrphanedGrandchild { pid_file })
+    }
+
+    /// The command's `sh -c` script; with `stop_it`, it tells the grandchild to stop before it
+    /// exits, else the grandchild spins on until killed (or this value is dropped).
+    pub(crate) fn script(&self, stop_it: bool) -> String {
+        let pid = self.pid_file.display();
+        let done = self.pid_file.with_extension("done");
+        let done = done.display();
+        format!(
+            "(setsid sh -c 'echo $$ > {pid}.tmp; mv {pid}.tmp {pid}; \
+               while [ ! -e {done} ]; do :; done' &); \
+             while [ ! -e {pid} ]; do sleep 0.01; done; sleep 0.3; {stop}",
+            stop = if stop_it {
+                format!("touch {done}")
+            } else {
+                "true".to_owned()
+            }
+        )
+    }
+
+    /// The grandchild's pid, once the command has run.
+    pub(crate) fn pid(&self) -> Pid {
+        std::fs::read_to_string(&self.pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+}
+
+#[cfg(test)]
+impl Drop for OrphanedGrandchild {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.pid_file.with_extension("done"), "");
+        let _ = std::fs::remove_file(&self.pid_file);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -790,6 +882,55 @@ mod tests {
                 "{report}"
             );
         }
+    }
+
+    #[test]
+    fn a_grandchild_orphaned_under_setsid_is_still_mapped() {
+        let Some(orphan) = OrphanedGrandchild::new("corun") else {
+            eprintln!("SKIPPED: no setsid program to start a process outside the session");
+            return;
+        };
+        let topology = Topology::this_system().unwrap();
+        let stop = AtomicBool::new(false);
+        let report = corun(
+            &topology,
+            &[sh(&orphan.script(true))],
+            &quiet(Algorithm::RoundRobin),
+            &stop,
+        )
+        .unwrap();
+        let pid = orphan.pid();
+        // Single-threaded: its one TID is its pid. A scan may catch it in the group before its
+        // setsid; it must stay found until it exits, at least 300 ms after the start (it
+        // vanished from the scans at its setsid).
+        let grandchild = report
+            .threads
+            .iter()
+            .find(|t| t.tid == pid)
+            .unwrap_or_else(|| panic!("grandchild {pid} not mapped: {report}"));
+        assert!(grandchild.cpu.is_some(), "{report}");
+        assert!(
+            grandchild.gone_s.is_none_or(|gone| gone >= 0.3),
+            "grandchild {pid} lost at {:?} s: {report}",
+            grandchild.gone_s
+        );
+    }
+
+    #[test]
+    fn a_grandchild_orphaned_under_setsid_is_killed_when_the_command_exits() {
+        let Some(orphan) = OrphanedGrandchild::new("corun-left") else {
+            eprintln!("SKIPPED: no setsid program to start a process outside the session");
+            return;
+        };
+        let topology = Topology::this_system().unwrap();
+        let stop = AtomicBool::new(false);
+        let command = sh(&orphan.script(false));
+        let report = corun(&topology, &[command], &quiet(Algorithm::Os), &stop).unwrap();
+        let pid = orphan.pid();
+        // Re-parented to init when the command exited, it is no descendant any more; the scans
+        // before saw it.
+        assert_eq!(still_running_after_a_while(&[pid]), Vec::<Pid>::new());
+        assert_eq!(report.commands[0].leftovers_killed, 1, "{report}");
     }
 
     #[test]

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use super::profile::{counted_quantities, read_json_file};
 use super::{MixSource, Profile, ProfileError, ProfileRequest, ThreadCounters, probe_events};
 use crate::corun::ChildOutput;
-use crate::corun::kill_leftovers;
 use crate::corun::launch::{self, Launched, raise_descriptor_limit};
+use crate::corun::{kill_leftovers, note_outside_group};
 use crate::mix::{InstrClass, InstructionMix};
 use crate::tasks::{Pid, all_processes, descendants, thread_start_time, threads_of};
 
@@ -300,8 +300,10 @@ fn profile_command_listing(
     let mut left = descriptors_left();
     let mut limit_raised = false;
     let mut interval = Duration::from_millis(2);
+    let mut outside_seen = Vec::new();
     let status = loop {
         let processes = all_processes();
+        note_outside_group(root, &processes, &mut outside_seen);
         let mut found_new = false;
         for pid in descendants(root, &processes) {
             for tid in threads_of(pid) {
@@ -373,7 +375,7 @@ fn profile_command_listing(
     let wall_s = started.elapsed().as_secs_f64();
     // What the command left running dies with it, as under corun; once it has exited, its
     // counts are in the inherited totals.
-    kill_leftovers(root, &all_processes());
+    kill_leftovers(root, &all_processes(), &outside_seen);
     launched.kill_groups_and_wait(Duration::from_secs(1));
     let totals = counters.read(0)?;
     let mut thread_ids = Vec::with_capacity(watched.len());
@@ -463,6 +465,42 @@ mod tests {
         let clock = per_thread.thread_totals(late).unwrap()[&Quantity::TaskClockNs].unwrap();
         assert!(clock > 0.0);
         assert!(profile.to_string().contains("per thread ("), "{profile}");
+    }
+
+    #[test]
+    fn a_grandchild_orphaned_under_setsid_is_profiled() {
+        let Some(orphan) = crate::corun::OrphanedGrandchild::new("profile") else {
+            eprintln!("SKIPPED: no setsid program to start a process outside the session");
+            return;
+        };
+        let argv: Vec<String> = ["sh".into(), "-c".into(), orphan.script(true)].to_vec();
+        let profile =
+            profile_command(&argv, &ProfileRequest::software_only("sh", 1), None).unwrap();
+        let pid = orphan.pid();
+        let index = profile
+            .thread_ids
+            .iter()
+            .position(|id| id.tid == pid)
+            .unwrap_or_else(|| panic!("grandchild {pid} not profiled: {profile}"));
+        let per_thread = profile.per_thread.as_ref().unwrap();
+        let clock = per_thread.thread_totals(index).unwrap()[&Quantity::TaskClockNs].unwrap();
+        assert!(clock > 0.0, "{profile}");
+    }
+
+    #[test]
+    fn a_grandchild_orphaned_under_setsid_is_killed_when_the_command_exits() {
+        let Some(orphan) = crate::corun::OrphanedGrandchild::new("profile-left") else {
+            eprintln!("SKIPPED: no setsid program to start a process outside the session");
+            return;
+        };
+        let argv: Vec<String> = ["sh".into(), "-c".into(), orphan.script(false)].to_vec();
+        profile_command(&argv, &ProfileRequest::software_only("sh", 1), None).unwrap();
+        let pid = orphan.pid();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while any_running(&[pid]) {
+            assert!(Instant::now() < deadline, "grandchild {pid} left running");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     #[test]
