@@ -42,7 +42,9 @@ pub use roster::{PinnedThread, Roster};
 
 use crate::mapping::{Algorithm, MapError};
 use crate::mix::InstructionMix;
-use crate::tasks::{Pid, ProcessStat, all_processes, descendants, running_threads};
+use crate::tasks::{
+    Pid, ProcessStat, all_processes, descendants, running_threads, thread_start_time,
+};
 use crate::topology::Topology;
 
 /// Errors that prevent a watch from starting.
@@ -418,6 +420,17 @@ pub(crate) fn kill_leftovers(
     usize::from(group_killed) * in_group + outside_killed
 }
 
+/// The threads `tids` of process `pid` of program `program` as the [`Roster`] takes them, with
+/// their start times; a thread that exited since the listing has none and is left out.
+fn live_threads(
+    program: usize,
+    pid: Pid,
+    tids: Vec<Pid>,
+) -> impl Iterator<Item = (usize, Pid, Pid, u64)> {
+    tids.into_iter()
+        .filter_map(move |tid| thread_start_time(pid, tid).map(|start| (program, pid, tid, start)))
+}
+
 /// Runs `commands` together, mapping all their threads with `options.algorithm` until every
 /// command has exited (see the module documentation). Setting `stop` stops them all.
 ///
@@ -537,7 +550,7 @@ pub fn corun(
                 if !processes_seen[index].contains(&pid) {
                     processes_seen[index].push(pid);
                 }
-                alive.extend(threads.into_iter().map(|tid| (index, pid, tid)));
+                alive.extend(live_threads(index, pid, threads));
             }
         }
         interval = if roster.update(&alive, start.elapsed())? {
@@ -658,11 +671,7 @@ pub fn map_running(
         let mut alive = Vec::new();
         for (index, &(pid, _)) in targets.iter().enumerate() {
             for member in descendants(pid, &processes) {
-                alive.extend(
-                    running(&processes, member)
-                        .into_iter()
-                        .map(|tid| (index, member, tid)),
-                );
+                alive.extend(live_threads(index, member, running(&processes, member)));
             }
         }
         let changed = roster.update(&alive, start.elapsed())?;

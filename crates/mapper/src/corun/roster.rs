@@ -56,6 +56,9 @@ pub struct Roster<'t> {
     /// Every thread seen, by TID, with the order it was first seen in; the latest one when the
     /// kernel gave a TID to a new thread after the old one exited.
     seen: BTreeMap<Pid, (u64, PinnedThread)>,
+    /// The start time of each thread in `seen`, by TID: with the process, what tells a thread
+    /// from a later one that got its TID, in the same process too.
+    started: BTreeMap<Pid, u64>,
     /// Exited threads whose TID a later thread got, kept for the report.
     reused: Vec<PinnedThread>,
     next_sequence: u64,
@@ -83,6 +86,7 @@ impl<'t> Roster<'t> {
             algorithm,
             mixes,
             seen: BTreeMap::new(),
+            started: BTreeMap::new(),
             reused: Vec::new(),
             next_sequence: 0,
             remaps: 0,
@@ -91,7 +95,8 @@ impl<'t> Roster<'t> {
         }
     }
 
-    /// Records the threads alive now — `(program, pid, tid)` — and, when the set changed, maps
+    /// Records the threads alive now — `(program, pid, tid, start)`, `start` the thread's start
+    /// time ([`thread_start_time`](crate::tasks::thread_start_time)) — and, when the set changed, maps
     /// every one of them again and pins those whose CPU changed (only when the topology is this
     /// machine). Returns whether a re-map happened.
     ///
@@ -106,26 +111,32 @@ impl<'t> Roster<'t> {
     /// use parbench_mapper::{Algorithm, InstructionMix, Topology};
     /// let t = Topology::synthetic("core:2 pu:2")?;
     /// let mut roster = Roster::new(&t, Algorithm::Scatter, vec![InstructionMix::default(); 2]);
-    /// assert!(roster.update(&[(0, 100, 100), (1, 200, 200)], Duration::ZERO)?);
-    /// assert!(!roster.update(&[(0, 100, 100), (1, 200, 200)], Duration::ZERO)?);
+    /// assert!(roster.update(&[(0, 100, 100, 1), (1, 200, 200, 1)], Duration::ZERO)?);
+    /// assert!(!roster.update(&[(0, 100, 100, 1), (1, 200, 200, 1)], Duration::ZERO)?);
     /// let planned: Vec<_> = roster.plan().into_iter().map(|(tid, cpu)| (tid, cpu)).collect();
     /// assert_eq!(planned, vec![(100, Some(0)), (200, Some(2))]); // scatter: one per core
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn update(
         &mut self,
-        alive: &[(usize, Pid, Pid)],
+        alive: &[(usize, Pid, Pid, u64)],
         elapsed: Duration,
     ) -> Result<bool, MapError> {
         let mut changed = false;
         self.now_s = elapsed.as_secs_f64();
-        for &(command, pid, tid) in alive {
+        for &(command, pid, tid, start) in alive {
+            // A thread that exited and whose TID the kernel gave to a new thread of the same
+            // process between two scans differs only in its start time; taken for the old one,
+            // the new thread would keep the affinity it inherited, never pinned.
             let fresh = match self.seen.get(&tid) {
-                Some((_, known)) => known.pid != pid || !known.alive,
+                Some((_, known)) => {
+                    known.pid != pid || !known.alive || self.started.get(&tid) != Some(&start)
+                }
                 None => true,
             };
             if fresh {
                 changed = true;
+                self.started.insert(tid, start);
                 let earlier = self.seen.insert(
                     tid,
                     (
@@ -154,7 +165,7 @@ impl<'t> Roster<'t> {
             }
         }
         for (_, thread) in self.seen.values_mut() {
-            let still = alive.iter().any(|&(_, _, tid)| tid == thread.tid);
+            let still = alive.iter().any(|&(_, _, tid, _)| tid == thread.tid);
             if thread.alive && !still {
                 thread.alive = false;
                 thread.gone_s = Some(elapsed.as_secs_f64());
@@ -281,21 +292,21 @@ mod tests {
             vec![InstructionMix::default(); 2],
         );
         roster
-            .update(&[(1, 50, 50), (0, 60, 60)], Duration::ZERO)
+            .update(&[(1, 50, 50, 1), (0, 60, 60, 1)], Duration::ZERO)
             .unwrap();
         // program 0 first, although its thread has the larger TID.
         assert_eq!(roster.plan(), vec![(60, Some(0)), (50, Some(1))]);
         let later = Duration::from_millis(5);
         assert!(
             roster
-                .update(&[(1, 50, 50), (0, 60, 60), (0, 60, 61)], later)
+                .update(&[(1, 50, 50, 1), (0, 60, 60, 1), (0, 60, 61, 1)], later)
                 .unwrap()
         );
         assert_eq!(
             roster.plan(),
             vec![(60, Some(0)), (61, Some(1)), (50, Some(2))]
         );
-        assert!(roster.update(&[(1, 50, 50)], later).unwrap());
+        assert!(roster.update(&[(1, 50, 50, 1)], later).unwrap());
         assert_eq!(roster.plan(), vec![(50, Some(0))]);
         assert_eq!(roster.remaps(), 3);
         let gone: Vec<Pid> = roster
@@ -317,9 +328,13 @@ mod tests {
             vec![InstructionMix::default(); 2],
         );
         let at = Duration::from_millis;
-        roster.update(&[(0, 10, 10), (0, 10, 11)], at(0)).unwrap();
-        roster.update(&[(0, 10, 10)], at(5)).unwrap();
-        roster.update(&[(0, 10, 10), (1, 20, 11)], at(9)).unwrap();
+        roster
+            .update(&[(0, 10, 10, 1), (0, 10, 11, 1)], at(0))
+            .unwrap();
+        roster.update(&[(0, 10, 10, 1)], at(5)).unwrap();
+        roster
+            .update(&[(0, 10, 10, 1), (1, 20, 11, 1)], at(9))
+            .unwrap();
         let threads = roster.threads();
         let summary: Vec<(usize, Pid, bool, Option<f64>)> = threads
             .iter()
@@ -337,13 +352,55 @@ mod tests {
     }
 
     #[test]
+    fn a_tid_reused_in_the_same_process_between_scans_is_a_new_thread() {
+        // Thread 11 of process 10 exits and, before the next scan, a new thread of process 10
+        // gets TID 11: only the start time differs.
+        let t = Topology::synthetic("core:2 pu:2").unwrap();
+        let mut roster = Roster::new(&t, Algorithm::RoundRobin, vec![InstructionMix::default()]);
+        let at = Duration::from_millis;
+        roster
+            .update(&[(0, 10, 10, 1), (0, 10, 11, 1)], at(0))
+            .unwrap();
+        assert!(
+            roster
+                .update(&[(0, 10, 10, 1), (0, 10, 11, 7)], at(5))
+                .unwrap(),
+            "the new thread must be mapped (and pinned) afresh"
+        );
+        let summary: Vec<(Pid, bool, f64, Option<f64>)> = roster
+            .threads()
+            .iter()
+            .map(|t| (t.tid, t.alive, t.first_seen_s, t.gone_s))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                (10, true, 0.0, None),
+                (11, false, 0.0, Some(0.005)),
+                (11, true, 0.005, None)
+            ]
+        );
+        // The same thread again is no change.
+        assert!(
+            !roster
+                .update(&[(0, 10, 10, 1), (0, 10, 11, 7)], at(9))
+                .unwrap()
+        );
+    }
+
+    #[test]
     fn instruction_aware_pairs_two_programs_on_each_smt_core() {
         // Two programs of two threads each, fp and int: each core must get one of each.
         let t = Topology::synthetic("core:2 pu:2").unwrap();
         let fp = InstructionMix::new([(InstrClass::Fp, 1.0)]);
         let int = InstructionMix::new([(InstrClass::Int, 1.0)]);
         let mut roster = Roster::new(&t, Algorithm::InstructionAware, vec![fp, int]);
-        let threads = [(0, 10, 10), (0, 10, 11), (1, 20, 20), (1, 20, 21)];
+        let threads = [
+            (0, 10, 10, 1),
+            (0, 10, 11, 1),
+            (1, 20, 20, 1),
+            (1, 20, 21, 1),
+        ];
         roster.update(&threads, Duration::ZERO).unwrap();
         let plan = roster.plan();
         for core in t.cores() {
@@ -373,8 +430,8 @@ mod tests {
         let fp = InstructionMix::new([(InstrClass::Fp, 1.0)]);
         let int = InstructionMix::new([(InstrClass::Int, 1.0)]);
         let mut roster = Roster::new(&t, Algorithm::InstructionAware, vec![fp, int]);
-        let threads: Vec<(usize, Pid, Pid)> = (0..8)
-            .map(|i| (i / 4, 100 * (1 + i as Pid / 4), 1000 + i as Pid))
+        let threads: Vec<(usize, Pid, Pid, u64)> = (0..8)
+            .map(|i| (i / 4, 100 * (1 + i as Pid / 4), 1000 + i as Pid, 1))
             .collect();
         roster.update(&threads, Duration::ZERO).unwrap();
         let plan = roster.plan();
@@ -398,7 +455,7 @@ mod tests {
         let t = Topology::synthetic("core:2 pu:1").unwrap();
         let mut roster = Roster::new(&t, Algorithm::Os, vec![InstructionMix::default()]);
         roster
-            .update(&[(0, std::process::id() as Pid, 1)], Duration::ZERO)
+            .update(&[(0, std::process::id() as Pid, 1, 1)], Duration::ZERO)
             .unwrap();
         assert_eq!(roster.plan(), vec![(1, None)]);
         assert!(roster.failures().is_empty());
