@@ -713,10 +713,11 @@ pub(crate) struct OrphanedGrandchild {
 
 #[cfg(test)]
 impl OrphanedGrandchild {
-    /// `None` without a `setsid` program.
+    /// `None`, saying the test is skipped, without a `setsid` program.
     pub(crate) fn new(name: &str) -> Option<OrphanedGrandchild> {
         let setsid = std::process::Command::new("setsid").arg("true").status();
         if !setsid.is_ok_and(|status| status.success()) {
+            eprintln!("SKIPPED: no setsid program to start a process outside the session");
             return None;
         }
         let pid_file =
@@ -726,13 +727,13 @@ impl OrphanedGrandchild {
         Some(OrphanedGrandchild { pid_file })
     }
 
-    /// The command's `sh -c` script; with `stop_it`, it tells the grandchild to stop before it
+    /// The command (`sh -c SCRIPT`); with `stop_it`, it tells the grandchild to stop before it
     /// exits, else the grandchild spins on until killed (or this value is dropped).
-    pub(crate) fn script(&self, stop_it: bool) -> String {
+    pub(crate) fn argv(&self, stop_it: bool) -> Vec<String> {
         let pid = self.pid_file.display();
         let done = self.pid_file.with_extension("done");
         let done = done.display();
-        format!(
+        let script = format!(
             "(setsid sh -c 'echo $$ > {pid}.tmp; mv {pid}.tmp {pid}; \
                while [ ! -e {done} ]; do :; done' &); \
              while [ ! -e {pid} ]; do sleep 0.01; done; sleep 0.3; {stop}",
@@ -741,7 +742,8 @@ impl OrphanedGrandchild {
             } else {
                 "true".to_owned()
             }
-        )
+        );
+        vec!["sh".to_owned(), "-c".to_owned(), script]
     }
 
     /// The grandchild's pid, once the command has run.
@@ -893,21 +895,26 @@ mod tests {
         }
     }
 
+    /// Runs an [`OrphanedGrandchild`]'s command (see [`OrphanedGrandchild::argv`]) under corun,
+    /// pinning round-robin; `None` when skipped. Dropping the first value tells the grandchild
+    /// to stop, so a test must keep it until its checks are done.
+    fn corun_orphaned_grandchild(
+        name: &str,
+        stop_it: bool,
+    ) -> Option<(OrphanedGrandchild, CorunReport)> {
+        let orphan = OrphanedGrandchild::new(name)?;
+        let topology = Topology::this_system().unwrap();
+        let command = CommandSpec::new(orphan.argv(stop_it));
+        let options = quiet(Algorithm::RoundRobin);
+        let report = corun(&topology, &[command], &options, &AtomicBool::new(false)).unwrap();
+        Some((orphan, report))
+    }
+
     #[test]
     fn a_grandchild_orphaned_under_setsid_is_still_mapped() {
-        let Some(orphan) = OrphanedGrandchild::new("corun") else {
-            eprintln!("SKIPPED: no setsid program to start a process outside the session");
+        let Some((orphan, report)) = corun_orphaned_grandchild("corun", true) else {
             return;
         };
-        let topology = Topology::this_system().unwrap();
-        let stop = AtomicBool::new(false);
-        let report = corun(
-            &topology,
-            &[sh(&orphan.script(true))],
-            &quiet(Algorithm::RoundRobin),
-            &stop,
-        )
-        .unwrap();
         let pid = orphan.pid();
         // Single-threaded: its one TID is its pid. A scan may catch it in the group before its
         // setsid; it must stay found until it exits, at least 300 ms after the start (it
@@ -927,14 +934,9 @@ mod tests {
 
     #[test]
     fn a_grandchild_orphaned_under_setsid_is_killed_when_the_command_exits() {
-        let Some(orphan) = OrphanedGrandchild::new("corun-left") else {
-            eprintln!("SKIPPED: no setsid program to start a process outside the session");
+        let Some((orphan, report)) = corun_orphaned_grandchild("corun-left", false) else {
             return;
         };
-        let topology = Topology::this_system().unwrap();
-        let stop = AtomicBool::new(false);
-        let command = sh(&orphan.script(false));
-        let report = corun(&topology, &[command], &quiet(Algorithm::Os), &stop).unwrap();
         let pid = orphan.pid();
         // Re-parented to init when the command exited, it is no descendant any more; the scans
         // before saw it.

@@ -470,12 +470,10 @@ mod tests {
     #[test]
     fn a_grandchild_orphaned_under_setsid_is_profiled() {
         let Some(orphan) = crate::corun::OrphanedGrandchild::new("profile") else {
-            eprintln!("SKIPPED: no setsid program to start a process outside the session");
             return;
         };
-        let argv: Vec<String> = ["sh".into(), "-c".into(), orphan.script(true)].to_vec();
-        let profile =
-            profile_command(&argv, &ProfileRequest::software_only("sh", 1), None).unwrap();
+        let request = ProfileRequest::software_only("sh", 1);
+        let profile = profile_command(&orphan.argv(true), &request, None).unwrap();
         let pid = orphan.pid();
         let index = profile
             .thread_ids
@@ -490,11 +488,10 @@ mod tests {
     #[test]
     fn a_grandchild_orphaned_under_setsid_is_killed_when_the_command_exits() {
         let Some(orphan) = crate::corun::OrphanedGrandchild::new("profile-left") else {
-            eprintln!("SKIPPED: no setsid program to start a process outside the session");
             return;
         };
-        let argv: Vec<String> = ["sh".into(), "-c".into(), orphan.script(false)].to_vec();
-        profile_command(&argv, &ProfileRequest::software_only("sh", 1), None).unwrap();
+        let request = ProfileRequest::software_only("sh", 1);
+        profile_command(&orphan.argv(false), &request, None).unwrap();
         let pid = orphan.pid();
         let deadline = Instant::now() + Duration::from_secs(2);
         while any_running(&[pid]) {
