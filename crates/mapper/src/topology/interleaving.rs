@@ -5,12 +5,17 @@
 //! Judging by hwloc's output alone cannot work: hwloc silently drops an interleaving it cannot
 //! apply, and a valid interleaving that numbers the level in order (`indexes=1*2:2*2`) leaves
 //! the same numbering as a dropped one. Worse, an interleaving naming a level below its own one
-//! makes hwloc fail an assertion (`step` is 0) and abort the process.
+//! makes hwloc fail an assertion (`step` is 0) and abort the process, and one naming the PUs
+//! makes it read uninitialised memory (dropped or applied, from one run to the next).
+//! `the_interleaving_model_numbers_pus_as_hwloc_does` checks the model against hwloc 2.9.
 
 use std::ffi::CString;
 use std::mem::MaybeUninit;
 
-use hwlocality_sys::{HWLOC_OBJ_GROUP, HWLOC_OBJ_MACHINE, hwloc_obj_attr_u, hwloc_obj_type_t};
+use hwlocality_sys::{
+    HWLOC_OBJ_GROUP, HWLOC_OBJ_MACHINE, HWLOC_OBJ_NUMANODE, HWLOC_OBJ_PU, hwloc_obj_attr_u,
+    hwloc_obj_type_t,
+};
 
 /// One level of the description as the interleaving sees it.
 pub(super) struct Level<'a> {
@@ -29,7 +34,8 @@ struct Loop {
 
 /// The OS index hwloc gives each object of level `position` of `levels` (0 is the machine, then
 /// the levels as written) for the interleaving `value`: `Ok(Some(indexes))` when hwloc applies
-/// it, `Err(problem)` when hwloc would drop it, abort, or give two objects one number, and
+/// it, `Err(problem)` when hwloc would drop it, abort, give two objects one number, or act
+/// unpredictably, and
 /// `Ok(None)` for what this model does not cover (signed or huge numbers, groups, levels whose
 /// type hwloc picks) — left for the caller to judge from hwloc's output.
 pub(super) fn interleaving(
@@ -104,8 +110,10 @@ fn c_number(text: &str) -> CNumber {
 
 /// `type:type…`: each names a level (not the last one) whose objects form one loop.
 fn level_loops(value: &str, levels: &[Level<'_>], total: u64) -> Result<Option<Vec<Loop>>, String> {
-    // hwloc looks a loop's type up among the levels with children (all but the last), in order.
-    let mut level_types = vec![HWLOC_OBJ_MACHINE];
+    // hwloc's table of levels: each one's type and objects in the whole machine, the machine
+    // first and the PUs last, with a NUMA level of one node inserted below the machine when the
+    // description has none.
+    let mut table = vec![(HWLOC_OBJ_MACHINE, 1)];
     for level in levels
         .get(1..levels.len().saturating_sub(1))
         .unwrap_or_default()
@@ -113,7 +121,10 @@ fn level_loops(value: &str, levels: &[Level<'_>], total: u64) -> Result<Option<V
         let Some((level_type, _)) = level.type_name.and_then(parse_type) else {
             return Ok(None);
         };
-        level_types.push(level_type);
+        table.push((level_type, level.objects));
+    }
+    if !table.iter().any(|&(t, _)| t == HWLOC_OBJ_NUMANODE) {
+        table.insert(1, (HWLOC_OBJ_NUMANODE, 1));
     }
     let mut depths = Vec::new();
     for name in value.split(':') {
@@ -123,35 +134,38 @@ fn level_loops(value: &str, levels: &[Level<'_>], total: u64) -> Result<Option<V
         if loop_type == HWLOC_OBJ_GROUP || group_depth.is_some() {
             return Ok(None);
         }
-        let Some(depth) = level_types.iter().position(|&t| t == loop_type) else {
+        if loop_type == HWLOC_OBJ_PU {
+            // hwloc looks among the levels with children, and the PUs' count of children is
+            // not set yet when it does (uninitialised memory): it may drop the interleaving or
+            // apply it, from one run to the next.
             return Err(format!(
-                "{name:?} names no level above the last one (PUs cannot be a loop)"
+                "{name:?} names the PUs, which hwloc may or may not take as a loop"
             ));
+        }
+        let Some(depth) = table.iter().position(|&(t, _)| t == loop_type) else {
+            return Err(format!("{name:?} names no level of the description"));
         };
-        if depths.contains(&depth) {
+        if depths.iter().any(|&(d, _)| d == depth) {
             return Err(format!("{name:?} is named twice"));
         }
-        depths.push(depth);
+        depths.push((depth, name));
     }
     let mut loops = Vec::new();
-    for &depth in &depths {
+    for &(depth, name) in &depths {
         let parent = depths
             .iter()
-            .copied()
+            .map(|&(d, _)| d)
             .filter(|&d| d < depth)
             .max()
             .unwrap_or(0);
-        let step = total / levels[depth].objects;
+        let step = total / table[depth].1;
         if step == 0 {
             // hwloc asserts here and aborts the whole process.
-            return Err(format!(
-                "level {depth} ({}) is below this one",
-                levels[depth].type_name.unwrap_or("?")
-            ));
+            return Err(format!("{name:?} names a level below this one"));
         }
         loops.push(Loop {
             step,
-            count: levels[depth].objects / levels[parent].objects,
+            count: table[depth].1 / table[parent].1,
         });
     }
     Ok(Some(loops))
