@@ -980,6 +980,7 @@ mod tests {
             ("core:2 pu:2(indexes=2*2:1*2)", vec![0, 2, 1, 3]),
             ("numa:2(memory=1GB indexes=1,0) pu:2", vec![0, 1, 2, 3]),
             ("core:2 pu:2(indexes=core)", vec![0, 2, 1, 3]),
+            ("core:2 pu:2(indexes=numa:core)", vec![0, 2, 1, 3]),
             ("core:2 pu:2(indexes=0x2*2:1*2)", vec![0, 2, 1, 3]),
         ] {
             let t = Topology::synthetic(good).unwrap_or_else(|e| panic!("{good:?}: {e}"));
