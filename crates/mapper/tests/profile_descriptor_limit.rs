@@ -11,7 +11,7 @@
 
 use std::process::Command;
 
-use parbench_mapper::perf::{CommandProfile, ProfileRequest, profile_command};
+use parbench_mapper::perf::{CommandProfile, ProfileError, ProfileRequest, profile_command};
 
 /// Names the case a child process runs; unset in the parent.
 const CHILD_CASE: &str = "PARBENCH_DESCRIPTOR_LIMIT_CASE";
@@ -34,12 +34,13 @@ fn limits() -> libc::rlimit {
 }
 
 /// In the child: lowers the soft limit (and the hard one with `hard_too`) to room for the
-/// inherited counters, profile_command's 16 spare descriptors and about two threads' counters,
-/// then profiles the shell and four sleeps, alive for a second (scans come every 50 ms at most).
-fn profile_under_lowered_limit(hard_too: bool) -> CommandProfile {
+/// inherited counters, profile_command's 16 spare descriptors and about two threads' counters
+/// (`room` false: to one descriptor more than are open), then profiles the shell and four
+/// sleeps, alive for a second (scans come every 50 ms at most).
+fn profile_under_lowered_limit(room: bool, hard_too: bool) -> Result<CommandProfile, ProfileError> {
     let request = ProfileRequest::software_only("sh", 1);
     let events = request.events.len() as u64;
-    let low = open_descriptors() + 3 * events + 16;
+    let low = open_descriptors() + if room { 3 * events + 16 } else { 1 };
     let before = limits();
     assert!(
         before.rlim_max > low + 5 * events + 64,
@@ -55,7 +56,7 @@ fn profile_under_lowered_limit(hard_too: bool) -> CommandProfile {
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lowered) }, 0);
     let script = "for i in 1 2 3 4; do sleep 1 & done; wait";
     let argv: Vec<String> = ["sh", "-c", script].map(String::from).to_vec();
-    profile_command(&argv, &request, None).unwrap()
+    profile_command(&argv, &request, None)
 }
 
 /// Runs `test` of this binary in a child process with [`CHILD_CASE`] set, and checks it passed.
@@ -90,7 +91,7 @@ fn a_low_soft_limit_is_raised_for_the_counters_without_the_caller_asking() {
     if !is_child_for("a_low_soft_limit_is_raised_for_the_counters_without_the_caller_asking") {
         return;
     }
-    let profile = profile_under_lowered_limit(false);
+    let profile = profile_under_lowered_limit(true, false).unwrap();
     assert_eq!(profile.threads_not_listed, 0, "{profile}");
     assert_eq!(profile.thread_ids.len(), 5, "{profile}");
     // Raised to the hard limit, which is far above the lowered soft one.
@@ -103,7 +104,7 @@ fn threads_whose_counters_the_hard_limit_refuses_are_counted_as_not_listed() {
     if !is_child_for("threads_whose_counters_the_hard_limit_refuses_are_counted_as_not_listed") {
         return;
     }
-    let profile = profile_under_lowered_limit(true);
+    let profile = profile_under_lowered_limit(true, true).unwrap();
     let listed = profile.thread_ids.len();
     assert!(listed >= 1, "{profile}");
     assert!(profile.threads_not_listed >= 1, "{profile}");
@@ -111,5 +112,33 @@ fn threads_whose_counters_the_hard_limit_refuses_are_counted_as_not_listed() {
     assert!(
         profile.to_string().contains("not listed per thread"),
         "{profile}"
+    );
+}
+
+#[test]
+fn a_soft_limit_too_low_for_the_totals_is_raised_too() {
+    if !is_child_for("a_soft_limit_too_low_for_the_totals_is_raised_too") {
+        return;
+    }
+    let profile = profile_under_lowered_limit(false, false).unwrap();
+    assert_eq!(profile.thread_ids.len(), 5, "{profile}");
+}
+
+#[test]
+fn a_hard_limit_too_low_for_the_totals_is_a_typed_error_naming_it() {
+    if !is_child_for("a_hard_limit_too_low_for_the_totals_is_a_typed_error_naming_it") {
+        return;
+    }
+    let error = profile_under_lowered_limit(false, true).unwrap_err();
+    let limit = limits().rlim_cur;
+    match &error {
+        ProfileError::DescriptorLimit {
+            limit: named, hard, ..
+        } => assert_eq!((*named, *hard), (limit, limit), "{error}"),
+        other => panic!("expected DescriptorLimit, got {other:?}"),
+    }
+    assert!(
+        error.to_string().contains(&format!("the limit is {limit}")),
+        "{error}"
     );
 }

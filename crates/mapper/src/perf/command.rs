@@ -35,19 +35,29 @@ pub const MAX_PROFILED_THREADS: usize = 256;
 /// needs a few, and once none were left the scans failed and later threads went unseen.
 const SPARE_DESCRIPTORS: u64 = 16;
 
-/// This process's soft limit on open descriptors (`u64::MAX` when unlimited or unknown).
-fn descriptor_limit() -> u64 {
+/// Descriptors starting the command takes for a moment: the pipe that reports a failed `exec`,
+/// the pidfd, and one to read `/proc`.
+const DESCRIPTORS_TO_START: u64 = 4;
+
+/// This process's soft and hard limits on open descriptors (`u64::MAX` when unlimited or
+/// unknown).
+fn descriptor_limits() -> (u64, u64) {
     let mut limit = libc::rlimit {
         rlim_cur: libc::RLIM_INFINITY,
         rlim_max: libc::RLIM_INFINITY,
     };
     // SAFETY: getrlimit writes into a valid rlimit we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0
-        || limit.rlim_cur == libc::RLIM_INFINITY
-    {
-        return u64::MAX;
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return (u64::MAX, u64::MAX);
     }
-    limit.rlim_cur
+    let value = |v| {
+        if v == libc::RLIM_INFINITY {
+            u64::MAX
+        } else {
+            v
+        }
+    };
+    (value(limit.rlim_cur), value(limit.rlim_max))
 }
 
 /// Descriptors this process has open now (one more while counting them).
@@ -218,7 +228,9 @@ impl fmt::Display for CommandProfile {
 /// command reaped, so nothing of it outlives the call.
 ///
 /// # Errors
-/// [`ProfileError::CommandFailed`] when the command cannot start; counter errors.
+/// [`ProfileError::CommandFailed`] when the command cannot start;
+/// [`ProfileError::DescriptorLimit`] when even the hard limit on open descriptors leaves too
+/// few for the counters of the command's totals; counter errors.
 ///
 /// # Examples
 ///
@@ -271,6 +283,27 @@ fn profile_command_listing(
         )));
     }
     let (available, unavailable) = probe_events(&request.events);
+    // Each thread's counters take one descriptor per available event; the command's totals
+    // take one set, which must fit.
+    let per_thread = request
+        .events
+        .iter()
+        .filter(|event| available.contains(event))
+        .count() as u64;
+    let open_before = open_descriptors();
+    let needed = open_before + per_thread + DESCRIPTORS_TO_START;
+    if descriptor_limits().0 < needed {
+        raise_descriptor_limit();
+        let (limit, hard) = descriptor_limits();
+        if limit < needed {
+            return Err(ProfileError::DescriptorLimit {
+                needed,
+                limit,
+                hard,
+                open: open_before,
+            });
+        }
+    }
     let mut counters = ThreadCounters::open_for_next_exec(&request.events, &available)?;
     // Started as corun starts its commands: in a process group of its own, killed if this thread
     // dies; `launched` owns it, so any early return or panic from here on kills its group and
@@ -284,16 +317,11 @@ fn profile_command_listing(
     let mut watched: Vec<(CommandThread, u64, ThreadCounters)> = Vec::new();
     let mut listed: Vec<CommandThread> = Vec::new();
     let mut not_listed: Vec<(Pid, u64)> = Vec::new();
-    // Each thread's counters take one descriptor per available event; they stay open until the
-    // command exits. Open them only while enough stay free for the scans.
-    let per_thread = request
-        .events
-        .iter()
-        .filter(|event| available.contains(event))
-        .count() as u64;
-    let open_before = open_descriptors();
+    // Per-thread counters stay open until the command exits. Open them only while enough stay
+    // free for the scans.
     let descriptors_left = || {
-        descriptor_limit()
+        descriptor_limits()
+            .0
             .saturating_sub(open_before)
             .saturating_sub(SPARE_DESCRIPTORS)
     };

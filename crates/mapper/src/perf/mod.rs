@@ -101,6 +101,22 @@ pub enum ProfileError {
         /// The OS error.
         source: io::Error,
     },
+    /// Too few file descriptors for the counters of a command's totals (one per event), even
+    /// with the soft limit raised to the hard one.
+    #[error(
+        "{needed} file descriptors are needed to count the command's events, but the limit is \
+         {limit} (ulimit -n; hard limit {hard}) with {open} open"
+    )]
+    DescriptorLimit {
+        /// Descriptors needed: those open, one per event and a few spare for reading `/proc`.
+        needed: u64,
+        /// The soft limit (`RLIMIT_NOFILE`) after trying to raise it.
+        limit: u64,
+        /// The hard limit.
+        hard: u64,
+        /// Descriptors open in this process.
+        open: u64,
+    },
     /// The profile lacks the class counters needed for an instruction mix.
     #[error("the profile has no instruction-class counts ({}) — use a profile recorded on hardware with a PMU, or the kernel's declared mix", missing.join(", "))]
     NoInstructionMix {
