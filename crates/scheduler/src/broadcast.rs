@@ -13,9 +13,9 @@
 //! steal it), counts their completions on one completion node, and waits for it like a loop call;
 //! the caller helps with other work meanwhile. A worker runs its broadcast job when it next looks
 //! for work, so a worker stuck in a long task delays the broadcast (as in rayon). A worker that
-//! waits inside another pool's operation (its `install`, say) runs it there while it waits, as
-//! it runs the shares handed to it (`serve_home` in `registry.rs`): nobody else may, and that operation
-//! may be waiting for this very broadcast.
+//! waits inside another pool's operation (its `install`, say) runs it there while it waits, with
+//! the rest of its own pool's work (`serve_home` in `registry.rs`): nobody else may, and that
+//! operation may be waiting for this very broadcast.
 
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
@@ -62,14 +62,18 @@ impl ThreadPool {
     /// `op` to a worker and blocks until it has run there, as rayon does for every outside
     /// caller. A panic in `op` propagates.
     ///
-    /// A worker of another pool that calls in here runs, while it waits, the broadcast jobs and
-    /// the shares handed to it in its own pool, but no other work of that pool (rayon's
-    /// cross-pool wait runs all of it). So two pools that call into each other can deadlock
-    /// once every worker of one of them waits in the other while work queued on the first pool
-    /// as a whole — an `install` queued because its 16 outside slots were taken, or a task
-    /// spawned into it from outside — is what the other waits for: with a pool of 64 threads
-    /// whose loop bodies `install` into a pool of 2 whose work broadcasts or loops on the large
-    /// pool, for example. Keep the threads calling into a pool at once to 16 or fewer there.
+    /// A worker of another pool that calls in here (as one of the 16, or blocked while its `op`
+    /// is queued) keeps running its own pool's work while it waits, as rayon's cross-pool wait
+    /// does: the broadcast jobs and shares handed to it, the tasks on its own deque, the work
+    /// queued on its pool as a whole (an `install` queued there, a task spawned into it from
+    /// outside), and what it may steal from its pool's other threads. Work queued on its pool
+    /// while no worker there sleeps unparks such a worker. So pools may call into each other in
+    /// any pattern — a pool of 64 threads whose loop bodies `install` into a pool of 2 whose work
+    /// broadcasts or loops on the large pool, say — with any number of threads calling in at
+    /// once: what one pool's work waits for in the other is run even while every worker of the
+    /// other waits in the first. (As in any work-stealing pool, a wait runs other work on top of
+    /// its stack, so what a waiting thread runs may delay its own return; `op` blocking its
+    /// thread outside the pool's waits — on a lock, a channel — helps nobody.)
     ///
     /// The parallel calls `op` makes when `install` entered the pool (from outside, or queued to
     /// a worker) are *outermost*, as if made from outside: the tree strategy hands them out

@@ -9,6 +9,15 @@
 //! `JoinMainThread`: it claims one of a few *guest slots*, each a deque that workers can steal from,
 //! and runs the algorithm exactly as a worker would. Should every guest slot be taken, the call is
 //! injected into the pool and the caller just blocks.
+//!
+//! A worker of pool A that waits in such a context of another operation — a guest of pool B, or
+//! blocked on a call injected into B — instead of in A's worker loop still runs A's work while it
+//! waits, in its A worker context, exactly where its worker loop would look (`serve_home`): its
+//! deque, inbox and broadcast jobs, A's injector, and the other queues of A unless it stands
+//! aside for outside callers. It is marked away so that work handed to it, or queued on A while
+//! no worker of A sleeps, unparks it (`sleep.rs`). So pools may call into each other: work of A
+//! that the operation in B waits for is run even while every worker of A waits in B, as
+//! rayon's cross-pool wait runs it.
 
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
@@ -60,12 +69,13 @@ pub(crate) const MAX_NESTED_WAITS: u32 = 16;
 thread_local! {
     /// The context of the pool operation this thread is inside, if any.
     static CURRENT: Cell<*const WorkerCtx<'static>> = const { Cell::new(ptr::null()) };
-    /// How many waits for a latch are on this thread's stack.
+    /// How many waits for a latch (or for a call queued by `in_worker_blocking`) are on this
+    /// thread's stack.
     static WAIT_DEPTH: Cell<u32> = const { Cell::new(0) };
     /// The worker context of the pool this thread is a worker of (null on other threads), for
     /// the whole of `Registry::worker_main`: while the thread waits in a context of another
-    /// operation (a guest slot, or blocked in `in_worker_blocking`), it still runs the work
-    /// handed to it there (see `serve_home`).
+    /// operation (a guest slot, or blocked in `in_worker_blocking`), it still runs the work of
+    /// that pool (see `serve_home`).
     static HOME: Cell<*const WorkerCtx<'static>> = const { Cell::new(ptr::null()) };
 }
 
@@ -279,9 +289,11 @@ impl Registry {
         // set below — the worker that runs the job touches nothing of it after setting it.
         self.injector.push(unsafe { job.as_job_ref() });
         self.sleep.wake_one();
-        // A worker of another pool blocked here still runs the work handed to it there (see
-        // `serve_home`); marked away, it is unparked for it.
+        // A worker of another pool blocked here still runs its own pool's work (see
+        // `serve_home`); marked away, it is unparked for it. That work nests on this stack like
+        // the tasks a latch wait runs: it counts as one.
         let _away = AwayMark::enter();
+        let _depth = WaitDepth::enter();
         while !job.latch.probe() {
             if serve_home() {
                 continue;
@@ -556,37 +568,37 @@ fn home() -> Option<&'static WorkerCtx<'static>> {
     unsafe { HOME.get().as_ref() }
 }
 
-/// Runs the work handed to the calling thread in the pool it is a worker of — its broadcast
-/// jobs and its inbox — in that worker's context; returns whether there was any. Called where
-/// such a thread waits in the context of another operation — a guest slot (of another pool, or
-/// of its own pool entered through another pool's work) or `in_worker_blocking` — instead of
-/// its worker loop, marked away ([`AwayMark`]) so that hand-offs unpark it.
+/// Runs one task of the pool the calling thread is a worker of, in that worker's context, as
+/// its worker loop would; returns whether there was one. Called where such a thread waits in
+/// the context of another operation — a guest slot (of another pool, or of its own pool
+/// entered through another pool's work) or `in_worker_blocking` — instead of its worker loop,
+/// marked away ([`AwayMark`]) so that hand-offs and work injected into its pool unpark it.
 ///
-/// Nobody else may run its broadcast jobs, and a broadcast waits for all of them; its inbox is
-/// stealable, but not by the workers that stand aside for outside callers, which may be all the
-/// others. A worker of pool A waiting in `B.install` for B's work, whose tasks broadcast on A or
-/// make a loop call on A that hands this worker a share, would otherwise wait for work that
-/// waits for it. rayon's cross-pool wait keeps running the waiting worker's own pool's work for
-/// the same reason.
+/// It looks where its worker loop looks (`find_work`): its own deque, inbox and broadcast jobs,
+/// the pool's injector, and — unless it stands aside for outside callers — the other workers'
+/// and the guests' queues. Nobody else may run its broadcast jobs, and a broadcast waits for
+/// all of them; its inbox is stealable, but not by the workers that stand aside, which may be
+/// all the others; and while every worker of its pool waits away, nobody else takes what is
+/// injected there (an `install` queued because the guest slots were taken, a `spawn` from
+/// outside). A worker of pool A waiting in `B.install` for B's work, whose tasks broadcast on
+/// A, make a loop call on A that hands this worker a share, or queue work on A as a whole,
+/// would otherwise wait for work that waits for it. rayon's cross-pool wait runs all of its
+/// pool's work for the same reason.
+///
+/// One task per call: the caller re-checks what it waits for, and its own operation's work,
+/// in between. The task runs as work of an operation of the home pool (calls made in it are
+/// nested), on top of the caller's wait, which counts in `WAIT_DEPTH`.
 fn serve_home() -> bool {
     let Some(home) = home() else {
         return false;
     };
-    let Slot::Worker(index) = home.slot else {
+    let Some(job) = home.find_work() else {
         return false;
     };
-    let registry = home.registry;
-    let mut ran = false;
-    while let Some(job) = steal_from(|| registry.broadcasts[index].steal())
-        .or_else(|| steal_from(|| registry.inboxes[index].steal()))
-    {
-        let _scope = ContextScope::enter(home);
-        // Work of an operation: calls made in it are nested.
-        let _within = home.set_install_top(false);
-        home.execute_busy(job);
-        ran = true;
-    }
-    ran
+    let _scope = ContextScope::enter(home);
+    let _within = home.set_install_top(false);
+    home.execute_busy(job);
+    true
 }
 
 /// Marks the calling thread, if it is a worker, as waiting away from its worker loop until
@@ -615,6 +627,22 @@ impl AwayMark {
 impl Drop for AwayMark {
     fn drop(&mut self) {
         self.home.registry.sleep.set_away(self.index, self.previous);
+    }
+}
+
+/// Counts a wait in `WAIT_DEPTH` until dropped (also on unwind).
+struct WaitDepth;
+
+impl WaitDepth {
+    fn enter() -> Self {
+        WAIT_DEPTH.set(WAIT_DEPTH.get() + 1);
+        WaitDepth
+    }
+}
+
+impl Drop for WaitDepth {
+    fn drop(&mut self) {
+        WAIT_DEPTH.set(WAIT_DEPTH.get() - 1);
     }
 }
 
@@ -878,7 +906,7 @@ impl<'r> WorkerCtx<'r> {
             Slot::Worker(index) => Some(BusyMark::set(registry, index, false)),
             Slot::Guest(_) => None,
         };
-        // A guest that is a worker elsewhere keeps running the work handed to it there.
+        // A guest that is a worker of a pool keeps running that pool's work.
         let away = match self.slot {
             Slot::Guest(_) => AwayMark::enter(),
             Slot::Worker(_) => None,
@@ -895,7 +923,7 @@ impl<'r> WorkerCtx<'r> {
                 idle_rounds = 0;
                 continue;
             }
-            // A guest that is a worker elsewhere runs the work handed to it there.
+            // A guest that is a worker of a pool runs that pool's work.
             if away.is_some() && serve_home() {
                 idle_since = None;
                 idle_rounds = 0;
@@ -925,7 +953,8 @@ impl<'r> WorkerCtx<'r> {
                     .sleep(index, || done() || registry.has_visible_work(self)),
                 // Nothing but this guest pushes to its deque, which is empty here, so only its
                 // latch (which unparks it) can end the wait — or, on a thread that is a worker
-                // of a pool, work handed to it there (`serve_home`; it is unparked for it).
+                // of a pool, work handed to it or queued there (`serve_home`; it is unparked
+                // for it: `push_to`, `push_broadcast`, `Sleep::wake_one`).
                 Slot::Guest(_) => {
                     if !done() {
                         std::thread::park();

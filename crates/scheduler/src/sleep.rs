@@ -16,6 +16,17 @@
 //! while other workers sleep; in that case the pusher (or, if the worker became busy just after the
 //! push, the worker itself) wakes one other worker to steal it (`Sleep::set_busy`).
 //!
+//! A worker that waits *away* from its worker loop — a guest of another pool's operation, or
+//! blocked on a call queued in another pool (`in_worker_blocking`) — parks outside this protocol,
+//! marked away (`Sleep::set_away`), but keeps running its own pool's work (`serve_home` in
+//! `registry.rs`). A hand-off to it (a share, a broadcast job) unparks it; work queued on the
+//! pool as a whole (`spawn` from outside, an `install` queued because the guest slots were
+//! taken) wakes a sleeping worker or, if none was asleep, unparks the first worker marked away
+//! (`Sleep::wake_one`): when all of them wait away, nobody else would run it. These are the
+//! away paths only: a worker waiting in its own pool sleeps through the protocol, and the
+//! pushes of `join`, loops and `spawn` from a worker (`wake_one_of`) read no away mark (their
+//! pusher runs the task itself if nobody takes it).
+//!
 //! No wake-up is lost: a sleeper first announces itself (`asleep = true`, then the `sleeping`
 //! count, both `SeqCst`) and only then re-checks every queue; a waker first pushes, then issues a
 //! `SeqCst` fence and reads the announcement. Whichever comes second sees the other (the classic
@@ -32,7 +43,9 @@
 //! from its pool (`Sleep::set_away`; a share or a broadcast job, whose pusher reads the away mark
 //! after `wake`'s fence): a pusher that does not read it leaves the worker parked for good in the
 //! model (`loom_a_hand_off_without_the_away_unpark_is_caught`), and so does an away mark set
-//! without `SeqCst`.
+//! without `SeqCst`. And so is work injected while every worker is away or asleep
+//! (`injected_job_reaches_a_worker`): a `wake_one` that wakes only sleepers leaves the worker
+//! away parked for good (`loom_injected_work_without_the_away_unpark_is_caught`).
 //!
 //! Lifetimes: the per-worker state and thread handles here belong to the registry, which every
 //! worker and every calling context keeps alive (workers hold an `Arc` until they exit; callers
@@ -138,17 +151,40 @@ impl Sleep {
         previous
     }
 
-    /// Wakes one sleeping worker, if any. Call after publishing the work.
+    /// Wakes one sleeping worker for work queued on the pool as a whole (its injector); if none
+    /// sleeps, unparks one that waits away from its worker loop. Call after publishing the work.
+    ///
+    /// A worker away (a guest of another pool, or blocked in `in_worker_blocking`) parks outside
+    /// this protocol but still runs its pool's work, the injector included (`serve_home` in
+    /// `registry.rs`). When every worker is away, nobody else would ever take the work — and the
+    /// operations they wait in may need it (two pools calling into each other). One is enough:
+    /// it looks at the injector whenever it finds nothing else to do, away or back in its pool.
     pub(crate) fn wake_one(&self) {
-        // SeqCst fence: orders the caller's push before reading the announcements.
+        if !self.wake_one_asleep() {
+            self.unpark_one_away();
+        }
+    }
+
+    /// Wakes one sleeping worker, if any; returns whether it woke one. Call after publishing the
+    /// work.
+    fn wake_one_asleep(&self) -> bool {
+        // SeqCst fence: orders the caller's push before reading the announcements (`asleep`
+        // here, `away` in `unpark_one_away`).
         fence(Ordering::SeqCst);
         if self.sleeping.load(Ordering::SeqCst) == 0 {
-            return;
+            return false;
         }
-        for index in 0..self.workers.len() {
-            if self.wake_if_asleep(index) {
-                return;
-            }
+        (0..self.workers.len()).any(|index| self.wake_if_asleep(index))
+    }
+
+    /// Unparks the first worker marked away, if any (see `set_away`). Call after a `SeqCst`
+    /// fence that follows the push (`wake_one_asleep`'s).
+    fn unpark_one_away(&self) {
+        // SeqCst: part of the store-buffer pattern of `set_away`.
+        if let Some(index) =
+            (0..self.workers.len()).find(|&index| self.workers[index].away.load(Ordering::SeqCst))
+        {
+            self.unpark(index);
         }
     }
 
@@ -243,11 +279,14 @@ impl Sleep {
     /// Unparks worker `index` if it waits away from its worker loop (see `set_away`). Call
     /// after `wake`, whose fence orders the caller's push before the read.
     pub(crate) fn unpark_if_away(&self, index: usize) {
-        let worker = &self.workers[index];
         // SeqCst: part of the store-buffer pattern of `set_away`.
-        if worker.away.load(Ordering::SeqCst)
-            && let Some(thread) = worker.thread.get()
-        {
+        if self.workers[index].away.load(Ordering::SeqCst) {
+            self.unpark(index);
+        }
+    }
+
+    fn unpark(&self, index: usize) {
+        if let Some(thread) = self.workers[index].thread.get() {
             thread.unpark();
         }
     }
@@ -261,9 +300,7 @@ impl Sleep {
                 .compare_exchange(true, false, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
         {
-            if let Some(thread) = worker.thread.get() {
-                thread.unpark();
-            }
+            self.unpark(index);
             return true;
         }
         false
@@ -400,5 +437,97 @@ mod loom_tests {
     #[should_panic(expected = "deadlock")]
     fn loom_a_hand_off_without_the_away_unpark_is_caught() {
         away_worker_gets_its_job(HandOff::WithoutUnpark);
+    }
+    /// Work injected into the pool as a whole (`Registry::inject`, `in_worker_blocking`: a push,
+    /// then `wake_one`, or with `wake_away` false only its part that wakes sleepers) while no
+    /// worker is looking for work. Worker `i` either waits away from its worker loop (`away[i]`:
+    /// marked away, it checks the injector and parks outside the protocol, as the guest wait and
+    /// `in_worker_blocking` do with `serve_home`) or sleeps through the protocol (its worker
+    /// loop). The worker that takes the job runs it, which ends every worker's wait (as setting
+    /// the latches of the operations they wait in would: `wake_all` unparks them all). Loom
+    /// reports a deadlock if the job can stay queued with every worker parked.
+    fn injected_job_reaches_a_worker(away: &'static [bool], wake_away: bool) {
+        let mut model = loom::model::Builder::new();
+        if away.len() > 1 {
+            // Like `exit_together`: a lost wake-up here needs two preemptions (a worker between
+            // its check and its park, the pusher between its push and its read of the marks).
+            model.preemption_bound = Some(3);
+        }
+        model.check(move || {
+            // Leaked: see `away_worker_gets_its_job`.
+            let sleep: &'static Sleep = Box::leak(Box::new(Sleep::new(away.len())));
+            let queued: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+            let done: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+            let workers: Vec<_> = away
+                .iter()
+                .enumerate()
+                .map(|(index, &is_away)| {
+                    thread::spawn(move || {
+                        sleep.register_current(index);
+                        if is_away {
+                            sleep.set_away(index, true);
+                        }
+                        loop {
+                            // Acquire: pairs with the Release stores of the job and its end.
+                            if done.load(Ordering::Acquire) {
+                                break;
+                            }
+                            if queued
+                                .compare_exchange(true, false, Ordering::Acquire, Ordering::Relaxed)
+                                .is_ok()
+                            {
+                                done.store(true, Ordering::Release);
+                                sleep.wake_all();
+                                break;
+                            }
+                            if is_away {
+                                thread::park();
+                            } else {
+                                // SeqCst: the re-check of `sleep`'s protocol.
+                                sleep.sleep(index, || {
+                                    queued.load(Ordering::SeqCst) || done.load(Ordering::SeqCst)
+                                });
+                            }
+                        }
+                        if is_away {
+                            sleep.set_away(index, false);
+                        }
+                    })
+                })
+                .collect();
+            // Release: the injector's push publishes the job.
+            queued.store(true, Ordering::Release);
+            if wake_away {
+                sleep.wake_one();
+            } else {
+                sleep.wake_one_asleep();
+            }
+            for worker in workers {
+                worker.join().unwrap();
+            }
+        });
+    }
+
+    #[test]
+    fn loom_injected_work_reaches_a_worker_waiting_away() {
+        injected_job_reaches_a_worker(&[true], true);
+    }
+
+    #[test]
+    fn loom_injected_work_reaches_one_of_two_workers_waiting_away() {
+        injected_job_reaches_a_worker(&[true, true], true);
+    }
+
+    #[test]
+    fn loom_injected_work_reaches_a_sleeping_or_an_away_worker() {
+        injected_job_reaches_a_worker(&[false, true], true);
+    }
+
+    /// Negative control: waking only sleepers (the old `wake_one`) leaves the job queued with
+    /// the worker away parked for good.
+    #[test]
+    #[should_panic(expected = "deadlock")]
+    fn loom_injected_work_without_the_away_unpark_is_caught() {
+        injected_job_reaches_a_worker(&[true], false);
     }
 }

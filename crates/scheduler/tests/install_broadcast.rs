@@ -320,3 +320,77 @@ fn a_worker_waiting_in_another_pool_still_runs_the_shares_handed_to_it() {
     // Relaxed: the loop returned.
     assert_eq!(ran.load(Ordering::Relaxed), 2);
 }
+
+/// Every worker of pool A (3 threads) waits inside pool B (2 threads) — in a broadcast on B made
+/// inside `b.install` — while B's workers, in the jobs of those broadcasts, wait for a task
+/// spawned into A from outside (by them), which only A's workers may run. With
+/// `hold_b_slots`, outside threads hold every guest slot of B, so A's workers queue their
+/// `install` to B's workers and block in it (`in_worker_blocking`); else they wait as guests of
+/// B. Before, a worker waiting away from its pool ran only the broadcast jobs and shares handed
+/// to it there, never the injector, and the spawn woke only sleeping workers: it hung.
+fn every_worker_waits_in_another_pool_for_a_spawn_into_its_own(hold_b_slots: bool) {
+    let (a, b) = (Arc::new(pool(3)), Arc::new(pool(2)));
+    let holders = hold_b_slots.then(|| GuestSlotHolders::hold(&b, 16));
+    let entered = Arc::new(AtomicUsize::new(0));
+    let spawned = Arc::new(AtomicUsize::new(0));
+    let ran = Arc::new(AtomicUsize::new(0));
+    // A job of B's broadcast: once every worker of A is inside B, spawns the task into A (once)
+    // and waits until it has run.
+    let wait_for_a_spawn = {
+        let (a, entered, spawned, ran) = (
+            Arc::clone(&a),
+            Arc::clone(&entered),
+            Arc::clone(&spawned),
+            Arc::clone(&ran),
+        );
+        move || {
+            // Relaxed: counts the test polls; the task's effect is only this count.
+            while ran.load(Ordering::Relaxed) == 0 {
+                if entered.load(Ordering::Relaxed) == a.num_threads()
+                    && spawned.fetch_add(1, Ordering::Relaxed) == 0
+                {
+                    let ran = Arc::clone(&ran);
+                    a.spawn(move || {
+                        ran.fetch_add(1, Ordering::Relaxed);
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    };
+    let (done_tx, done_rx) = mpsc::channel();
+    // Spawned, not called from here: an outside caller waiting for A's broadcast would run the
+    // task from A's injector itself.
+    a.spawn({
+        let (a, b, entered) = (Arc::clone(&a), Arc::clone(&b), Arc::clone(&entered));
+        move || {
+            let per_worker = a.broadcast(|_| {
+                // Relaxed: see above.
+                entered.fetch_add(1, Ordering::Relaxed);
+                b.install(|| b.broadcast(|_| wait_for_a_spawn()).len())
+            });
+            done_tx.send(per_worker).unwrap();
+        }
+    });
+    let done = done_rx.recv_timeout(PATIENCE);
+    assert!(
+        done.is_ok(),
+        "deadlock: every worker of A waited in B for a task queued on A, and none ran it"
+    );
+    if let Some(holders) = holders {
+        holders.release();
+    }
+    assert_eq!(done.unwrap(), [2, 2, 2]);
+    // Relaxed: the task ran before the broadcasts returned.
+    assert_eq!(ran.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn workers_waiting_as_guests_of_another_pool_run_their_pools_injected_work() {
+    every_worker_waits_in_another_pool_for_a_spawn_into_its_own(false);
+}
+
+#[test]
+fn workers_blocked_on_a_call_queued_in_another_pool_run_their_pools_injected_work() {
+    every_worker_waits_in_another_pool_for_a_spawn_into_its_own(true);
+}

@@ -11,28 +11,24 @@
 //!   task that was spawned has run, exactly once.
 //!
 //! The cross-pool test runs the same plans, with broadcasts too, over two or three pools
-//! (`[2, 3]`, `[1, 2, 2]`, `[2, 3, 16]`, `[1, 4, 32]`; 3 outside callers), every node on a pool
-//! picked at random: a loop of one pool whose bodies `install` into, loop, join or broadcast on
+//! (`[2, 3]`, `[1, 2, 2]`, `[2, 3, 16]`, `[1, 4, 32]`, `[2, 32]`; 3 outside callers), every
+//! node on a pool picked at random: a loop of one pool whose bodies `install` into, loop, join or broadcast on
 //! another, whose work comes back to the first; broadcasts inside installs. Its checks are the
 //! same. Without 419ce56's fix (a worker waiting in another pool runs the broadcast jobs and
 //! inbox shares handed to it in its own pool) it hangs within a few rounds.
 //!
-//! Excluded from it: the known cross-pool deadlock that `ThreadPool::install` documents. A
-//! worker waiting in another pool's operation runs only its own pool's broadcasts and the shares
-//! handed to it there, so once a pool's 16 guest slots are all taken, a further call into it is
-//! queued for its workers — and if all of them wait inside another pool for work that needs that
-//! queued call, nothing runs it (a 64-thread pool whose loop bodies `install` into a 2-thread
-//! pool whose work loops on the 64-thread pool hangs so). The plans are shaped so that no pool
-//! whose work calls into another has its slots all taken: the pools that call out have 5
-//! threads together, so with the 3 callers at most 8 threads ever call into such a pool, and all
-//! 16 of its slots are taken only if they hold two each at once (a thread re-entering the pool
-//! through another pool's work while already a guest there); the one larger pool of a set (16 or
-//! 32 threads, the *sink*) is called into by the others but its work calls into no other pool, so
-//! its threads never take a slot elsewhere, and a call queued on it is run by its own workers,
-//! which never wait elsewhere. Also, leaves spawn their detached tasks with the pool's
-//! `spawn_on`, not the free function: a loop, `join` or `scope` called on a pool while
-//! `MAX_NESTED_WAITS` (16) waits are on the thread's stack runs there alone without entering that
-//! pool, so its body runs in the context of whichever pool the thread is in, where the free
+//! Since a worker waiting in another pool's operation runs all of its own pool's work (its
+//! injector included, and it is unparked for work queued there), a call queued on a pool whose
+//! guest slots are all taken is run even while every worker of that pool waits in another. The
+//! `[2, 32]` pair exercises that: it has no *sink* (the one larger pool of `[2, 3, 16]` and
+//! `[1, 4, 32]`, whose work calls into no other pool), so the 32-thread pool's loop bodies
+//! `install` into, loop or broadcast on the 2-thread pool — more than 16 threads at once, so
+//! that further calls are queued — whose work comes back to the 32-thread pool. (It does not
+//! hang reliably without that fix; `install_broadcast.rs` has the deterministic test.)
+//!
+//! Leaves spawn their detached tasks with the pool's `spawn_on`, not the free function: a loop,
+//! `join` or `scope` called on a pool while `MAX_NESTED_WAITS` (16) waits are on the thread's
+//! stack runs there alone without entering that pool, so its body runs in the context of whichever pool the thread is in, where the free
 //! function targets that other pool (an index of the intended pool failed with `NoSuchThread`).
 //!
 //! Each round is bounded by a watchdog: a round that does not finish within [`ROUND_LIMIT`]
@@ -594,8 +590,8 @@ const CROSS_CALLERS: usize = 3;
 
 /// Two or three pools whose work calls into each other: a plan node picks its pool at random, so
 /// a loop of one pool runs bodies that `install`, broadcast, join or loop on another, whose work
-/// comes back to the first, and broadcasts run inside installs. See the module docs for what is
-/// excluded.
+/// comes back to the first, and broadcasts run inside installs. See the module docs for the
+/// sets of pools.
 #[test]
 fn pools_calling_into_each_other_lose_nothing() {
     let cross = |sizes: &[usize], sink| Shape {
@@ -608,6 +604,7 @@ fn pools_calling_into_each_other_lose_nothing() {
             cross(&[2, 3, 16], Some(2)),
             cross(&[1, 2, 2], None),
             cross(&[1, 4, 32], Some(2)),
+            cross(&[2, 32], None),
         ],
         callers: CROSS_CALLERS,
         rounds: cross_pool_rounds(),
