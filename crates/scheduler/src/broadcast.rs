@@ -57,8 +57,9 @@ impl ThreadPool {
     /// through the free functions ([`crate::for_each_mut`], [`crate::join()`], …) use this pool
     /// instead of the global one. From outside, the calling thread runs `op` itself and takes
     /// part in the pool's work as its stand-in for worker 0 (so [`crate::current_thread_index`]
-    /// is `None` in `op`, where rayon's is a worker's index); from a worker of this pool, `op`
-    /// just runs. Up to 16 outside threads take part at once; while 16 do, a further one queues
+    /// is `None` in `op`, where rayon's is a worker's index — except on a worker of this pool
+    /// that enters it again through another pool's work, which keeps its index); from a worker
+    /// of this pool, `op` just runs. Up to 16 outside threads take part at once; while 16 do, a further one queues
     /// `op` to a worker and blocks until it has run there, as rayon does for every outside
     /// caller. A panic in `op` propagates.
     ///

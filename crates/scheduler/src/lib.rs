@@ -397,7 +397,9 @@ pub fn spawn_on<F: FnOnce() + Send + 'static>(index: usize, task: F) -> Result<(
 /// Unlike rayon's, this is `None` inside [`ThreadPool::install`] called from outside the pool,
 /// and in the iterations an outside caller runs of its own parallel call: the calling thread
 /// runs them itself, standing in for worker 0, instead of waiting for a worker (see the crate
-/// docs). Two threads that run at the same time never see the same `Some(i)`.
+/// docs). A worker of the pool that enters it again through another pool's work (a worker of
+/// `a` in `b.install(|| a.install(..))`) runs there as a guest too, but is still that worker:
+/// it sees its index. Two threads that run at the same time never see the same `Some(i)`.
 ///
 /// ```
 /// assert_eq!(parbench_scheduler::current_thread_index(), None);

@@ -169,7 +169,10 @@ impl Registry {
         self.timespan.ticks()
     }
 
-    /// The index of the calling thread if it is a worker of this pool.
+    /// The index of the calling thread if it is a worker of this pool inside an operation of
+    /// this pool: in its worker context, or in a guest slot it took when it re-entered the pool
+    /// through another pool's work (`b.install(|| a.install(..))` on a worker of A), where it is
+    /// still that worker (as in rayon, whose `install` runs on a worker).
     pub(crate) fn current_thread_index(&self) -> Option<usize> {
         let current = CURRENT.get();
         if current.is_null() {
@@ -177,9 +180,16 @@ impl Registry {
         }
         // SAFETY: CURRENT points to a live context while its thread is inside an operation.
         let ctx = unsafe { &*current };
-        match ctx.slot {
-            Slot::Worker(index) if ptr::eq(ctx.registry, self) => Some(index),
-            _ => None,
+        if !ptr::eq(ctx.registry, self) {
+            return None;
+        }
+        let worker = match ctx.slot {
+            Slot::Worker(_) => ctx,
+            Slot::Guest(_) => home().filter(|home| ptr::eq(home.registry, self))?,
+        };
+        match worker.slot {
+            Slot::Worker(index) => Some(index),
+            Slot::Guest(_) => None,
         }
     }
 

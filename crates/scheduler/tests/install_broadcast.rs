@@ -394,3 +394,27 @@ fn workers_waiting_as_guests_of_another_pool_run_their_pools_injected_work() {
 fn workers_blocked_on_a_call_queued_in_another_pool_run_their_pools_injected_work() {
     every_worker_waits_in_another_pool_for_a_spawn_into_its_own(true);
 }
+
+/// A worker of pool A that enters A again through pool B (`b.install(|| a.install(..))`) takes a
+/// guest slot of A there, but is still worker `i` of A: `current_thread_index` is `Some(i)`, as
+/// in rayon, not `None` as for an outside caller; B does not count it as one of its workers.
+#[test]
+fn a_worker_reentering_its_pool_through_another_keeps_its_index() {
+    let (a, b) = (pool(2), pool(3));
+    let seen = a.broadcast(|ctx| {
+        b.install(|| {
+            a.install(|| {
+                (
+                    ctx.index(),
+                    parbench_scheduler::current_thread_index(),
+                    a.current_thread_index(),
+                    b.current_thread_index(),
+                )
+            })
+        })
+    });
+    assert_eq!(
+        seen,
+        [(0, Some(0), Some(0), None), (1, Some(1), Some(1), None)]
+    );
+}
