@@ -72,9 +72,12 @@ impl ThreadPool {
     /// any pattern — a pool of 64 threads whose loop bodies `install` into a pool of 2 whose work
     /// broadcasts or loops on the large pool, say — with any number of threads calling in at
     /// once: what one pool's work waits for in the other is run even while every worker of the
-    /// other waits in the first. (As in any work-stealing pool, a wait runs other work on top of
-    /// its stack, so what a waiting thread runs may delay its own return; `op` blocking its
-    /// thread outside the pool's waits — on a lock, a channel — helps nobody.)
+    /// other waits in the first. One limit bounds the stack: a worker with 16 waits for calls
+    /// on its stack (the depth beyond which parallel calls run sequentially) runs, while it
+    /// waits away, only the broadcast jobs and shares handed to it, so pools can still deadlock
+    /// when every worker of one waits in the other that deep. (As in any work-stealing pool, a wait runs other work on top of its
+    /// stack, so what a waiting thread runs may delay its own return; `op` blocking its thread
+    /// outside the pool's waits — on a lock, a channel — helps nobody.)
     ///
     /// The parallel calls `op` makes when `install` entered the pool (from outside, or queued to
     /// a worker) are *outermost*, as if made from outside: the tree strategy hands them out

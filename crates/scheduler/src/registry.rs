@@ -17,7 +17,8 @@
 //! aside for outside callers. It is marked away so that work handed to it, or queued on A while
 //! no worker of A sleeps, unparks it (`sleep.rs`). So pools may call into each other: work of A
 //! that the operation in B waits for is run even while every worker of A waits in B, as
-//! rayon's cross-pool wait runs it.
+//! rayon's cross-pool wait runs it. Unlike rayon's, this wait keeps to `MAX_NESTED_WAITS`:
+//! deeper, the worker runs only the work handed to it (`serve_home`).
 
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
@@ -598,11 +599,26 @@ fn home() -> Option<&'static WorkerCtx<'static>> {
 /// One task per call: the caller re-checks what it waits for, and its own operation's work,
 /// in between. The task runs as work of an operation of the home pool (calls made in it are
 /// nested), on top of the caller's wait, which counts in `WAIT_DEPTH`.
+///
+/// With [`MAX_NESTED_WAITS`] waits on the stack (this one included) it runs only the work
+/// handed to this worker — its broadcast jobs and inbox — and nothing it would take from the
+/// pool at large. A task run here may itself wait away again (a loop body that `install`s into
+/// a pool whose guest slots are all taken), and there `MAX_NESTED_WAITS` does not turn the wait
+/// into a sequential call: running any task at any depth let one thread pile up the pending
+/// iterations of a loop on its stack, thousands deep (a tree of `join`s of 5 000 such bodies
+/// on 8 threads nested 2 499 of them on one thread). So pools calling into each other
+/// deadlock only if every worker of one waits away with that many waits on its stack while the
+/// other needs work queued on it as a whole.
 fn serve_home() -> bool {
     let Some(home) = home() else {
         return false;
     };
-    let Some(job) = home.find_work() else {
+    let job = if WAIT_DEPTH.get() < MAX_NESTED_WAITS {
+        home.find_work()
+    } else {
+        home.find_handed_work()
+    };
+    let Some(job) = job else {
         return false;
     };
     let _scope = ContextScope::enter(home);
@@ -818,20 +834,26 @@ impl<'r> WorkerCtx<'r> {
         x as usize
     }
 
+    /// A task handed to this context if it is a worker: its inbox, then its broadcast jobs.
+    #[inline]
+    fn find_handed_work(&self) -> Option<JobRef> {
+        let Slot::Worker(index) = self.slot else {
+            return None;
+        };
+        let registry = self.registry;
+        steal_from(|| registry.inboxes[index].steal())
+            .or_else(|| steal_from(|| registry.broadcasts[index].steal()))
+    }
+
     /// Finds a task: own deque, own inbox, the injector, then other threads' queues.
     pub(crate) fn find_work(&self) -> Option<JobRef> {
         if let Some(job) = self.deque.pop() {
             return Some(job);
         }
-        let registry = self.registry;
-        if let Slot::Worker(index) = self.slot {
-            if let Some(job) = steal_from(|| registry.inboxes[index].steal()) {
-                return Some(job);
-            }
-            if let Some(job) = steal_from(|| registry.broadcasts[index].steal()) {
-                return Some(job);
-            }
+        if let Some(job) = self.find_handed_work() {
+            return Some(job);
         }
+        let registry = self.registry;
         if let Some(job) = steal_from(|| registry.injector.steal()) {
             return Some(job);
         }

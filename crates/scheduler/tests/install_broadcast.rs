@@ -418,3 +418,41 @@ fn a_worker_reentering_its_pool_through_another_keeps_its_index() {
         [(0, Some(0), Some(0), None), (1, Some(1), Some(1), None)]
     );
 }
+
+/// A worker blocked on a call queued in another pool runs its own pool's work (see above), but
+/// not at any depth: each loop body here `install`s into a pool whose guest slots are all held,
+/// so a body run while blocked blocks again, and with any task taken at any depth one thread
+/// piled up the pending bodies on its stack (thousands deep: 2 499 of 5 000 once). Beyond
+/// `MAX_NESTED_WAITS` (16) waits it runs only what is handed to it, so at most 16 bodies nest on
+/// a thread above the one its worker loop runs.
+#[test]
+fn work_run_while_blocked_in_another_pool_nests_at_most_max_nested_waits_deep() {
+    thread_local! {
+        static BODIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+    let (a, b) = (pool(8), Arc::new(pool(2)));
+    let holders = GuestSlotHolders::hold(&b, 16);
+    let deepest = AtomicUsize::new(0);
+    for strategy in [
+        parbench_scheduler::Strategy::Simple { grain: 1 },
+        parbench_scheduler::Strategy::default(),
+    ] {
+        a.parallel_for_with(&strategy, 0..2000, |_| {
+            let depth = BODIES.with(|bodies| {
+                bodies.set(bodies.get() + 1);
+                bodies.get()
+            });
+            // Relaxed: a maximum read after the loop returned.
+            deepest.fetch_max(depth, Ordering::Relaxed);
+            b.install(|| std::thread::sleep(Duration::from_micros(20)));
+            BODIES.with(|bodies| bodies.set(bodies.get() - 1));
+        });
+    }
+    holders.release();
+    // Relaxed: see above.
+    let deepest = deepest.load(Ordering::Relaxed);
+    assert!(
+        deepest <= 17,
+        "{deepest} loop bodies nested on one thread (at most 1 + MAX_NESTED_WAITS)"
+    );
+}
