@@ -31,7 +31,7 @@ use crossbeam_utils::CachePadded;
 use crate::job::{HeapJob, JobRef, StackJob};
 use crate::latch::Latch;
 use crate::retune::PoolTimespan;
-use crate::sleep::Sleep;
+use crate::sleep::{Away, Sleep};
 use crate::snapshot::{PoolSnapshot, WaitKind, WorkerSnapshot};
 use crate::timer;
 
@@ -303,8 +303,8 @@ impl Registry {
         // A worker of another pool blocked here still runs its own pool's work (see
         // `serve_home`); marked away, it is unparked for it. That work nests on this stack like
         // the tasks a latch wait runs: it counts as one.
-        let _away = AwayMark::enter();
         let _depth = WaitDepth::enter();
+        let _away = AwayMark::enter();
         while !job.latch.probe() {
             if serve_home() {
                 continue;
@@ -613,7 +613,7 @@ fn serve_home() -> bool {
     let Some(home) = home() else {
         return false;
     };
-    let job = if WAIT_DEPTH.get() < MAX_NESTED_WAITS {
+    let job = if away_runs_all() {
         home.find_work()
     } else {
         home.find_handed_work()
@@ -627,12 +627,19 @@ fn serve_home() -> bool {
     true
 }
 
+/// Whether `serve_home` runs all of the home pool's work at the current depth, or only what
+/// is handed to the worker.
+fn away_runs_all() -> bool {
+    WAIT_DEPTH.get() < MAX_NESTED_WAITS
+}
+
 /// Marks the calling thread, if it is a worker, as waiting away from its worker loop until
-/// dropped (see `Sleep::set_away`).
+/// dropped (see `Sleep::set_away`), with what `serve_home` runs at the current depth (call
+/// with the wait already counted in `WAIT_DEPTH`).
 struct AwayMark {
     home: &'static WorkerCtx<'static>,
     index: usize,
-    previous: bool,
+    previous: Away,
 }
 
 impl AwayMark {
@@ -641,7 +648,15 @@ impl AwayMark {
         let Slot::Worker(index) = home.slot else {
             return None;
         };
-        let previous = home.registry.sleep.set_away(index, true);
+        let registry = home.registry;
+        let away = if away_runs_all() {
+            Away::All
+        } else {
+            Away::Handed
+        };
+        let previous = registry
+            .sleep
+            .enter_away(index, away, || !registry.injector.is_empty());
         Some(AwayMark {
             home,
             index,

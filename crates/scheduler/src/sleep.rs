@@ -21,8 +21,11 @@
 //! marked away (`Sleep::set_away`), but keeps running its own pool's work (`serve_home` in
 //! `registry.rs`). A hand-off to it (a share, a broadcast job) unparks it; work queued on the
 //! pool as a whole (`spawn` from outside, an `install` queued because the guest slots were
-//! taken) wakes a sleeping worker or, if none was asleep, unparks the first worker marked away
-//! (`Sleep::wake_one`): when all of them wait away, nobody else would run it. These are the
+//! taken) wakes a sleeping worker or, if none was asleep, unparks the first worker away that
+//! runs such work (`Sleep::wake_one`): when all of them wait away, nobody else would run it. A
+//! worker away with `MAX_NESTED_WAITS` waits on its stack runs only what is handed to it
+//! ([`Away`]), and one that goes that deep just after being picked passes the work on
+//! (`Sleep::enter_away`). These are the
 //! away paths only: a worker waiting in its own pool sleeps through the protocol, and the
 //! pushes of `join`, loops and `spawn` from a worker (`wake_one_of`) read no away mark (their
 //! pusher runs the task itself if nobody takes it).
@@ -45,7 +48,10 @@
 //! model (`loom_a_hand_off_without_the_away_unpark_is_caught`), and so does an away mark set
 //! without `SeqCst`. And so is work injected while every worker is away or asleep
 //! (`injected_job_reaches_a_worker`): a `wake_one` that wakes only sleepers leaves the worker
-//! away parked for good (`loom_injected_work_without_the_away_unpark_is_caught`).
+//! away parked for good (`loom_injected_work_without_the_away_unpark_is_caught`); and so is a
+//! worker picked for it that goes deeper (`injected_job_passed_on_by_a_worker_going_deeper`:
+//! without passing it on, or if `wake_one` picked a worker too deep to run it, the job waits
+//! for good).
 //!
 //! Lifetimes: the per-worker state and thread handles here belong to the registry, which every
 //! worker and every calling context keeps alive (workers hold an `Arc` until they exit; callers
@@ -67,15 +73,40 @@ use crate::snapshot::{WaitKind, WorkerState};
 
 use crossbeam_utils::CachePadded;
 
+/// Whether a worker waits away from its worker loop, and which of its pool's work it runs there
+/// (`serve_home` in `registry.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Away {
+    /// In its worker loop, or in a wait of its own pool's operation (the protocol above).
+    No = 0,
+    /// Away with `MAX_NESTED_WAITS` waits on its stack: runs only the work handed to it (a
+    /// hand-off unparks it).
+    Handed = 1,
+    /// Away: runs all of its pool's work (a hand-off, or work injected while no worker sleeps,
+    /// unparks it).
+    All = 2,
+}
+
+impl Away {
+    fn from_u8(value: u8) -> Away {
+        match value {
+            1 => Away::Handed,
+            2 => Away::All,
+            _ => Away::No,
+        }
+    }
+}
+
 /// Per-worker sleep state.
 struct WorkerSleep {
     asleep: AtomicBool,
     /// Running a task (not looking for work): work handed to this worker would wait.
     busy: AtomicBool,
     /// Waiting inside another operation's context (a guest of another pool, or of this one
-    /// through another pool's work), where it parks outside this protocol but still runs the
-    /// work handed to it here (`serve_home` in `registry.rs`): a hand-off must unpark it.
-    away: AtomicBool,
+    /// through another pool's work), where it parks outside this protocol but still runs work
+    /// of this pool (`serve_home` in `registry.rs`): an [`Away`] as `u8`.
+    away: AtomicU8,
     thread: OnceLock<Thread>,
     /// Diagnostics only (`ThreadPool::snapshot`): latch waits on the worker's stack and the kind
     /// of the innermost one (`WaitKind` as `1 + index`, 0 for none).
@@ -97,7 +128,7 @@ impl Sleep {
                     CachePadded::new(WorkerSleep {
                         asleep: AtomicBool::new(false),
                         busy: AtomicBool::new(false),
-                        away: AtomicBool::new(false),
+                        away: AtomicU8::new(Away::No as u8),
                         thread: OnceLock::new(),
                         waits: AtomicU32::new(0),
                         innermost_wait: AtomicU8::new(0),
@@ -177,12 +208,13 @@ impl Sleep {
         (0..self.workers.len()).any(|index| self.wake_if_asleep(index))
     }
 
-    /// Unparks the first worker marked away, if any (see `set_away`). Call after a `SeqCst`
-    /// fence that follows the push (`wake_one_asleep`'s).
+    /// Unparks the first worker away that runs work injected into its pool ([`Away::All`]), if
+    /// any (see `set_away`). Call after a `SeqCst` fence that follows the push
+    /// (`wake_one_asleep`'s).
     fn unpark_one_away(&self) {
         // SeqCst: part of the store-buffer pattern of `set_away`.
-        if let Some(index) =
-            (0..self.workers.len()).find(|&index| self.workers[index].away.load(Ordering::SeqCst))
+        if let Some(index) = (0..self.workers.len())
+            .find(|&index| self.workers[index].away.load(Ordering::SeqCst) == Away::All as u8)
         {
             self.unpark(index);
         }
@@ -261,17 +293,34 @@ impl Sleep {
         }
     }
 
-    /// Marks worker `index` (the calling thread) as waiting away from its worker loop (`true`)
-    /// or not; returns the previous mark.
+    /// Marks worker `index` (the calling thread) as waiting away from its worker loop, and
+    /// running which work there (see [`Away`]); returns the previous mark.
     ///
     /// The store-buffer pattern of `sleep`: the thread marks itself away, then looks at its
-    /// queues, then parks; a pusher pushes, issues a `SeqCst` fence (`wake`) and then reads the
-    /// mark (`unpark_if_away`). Whichever comes second sees the other, and an unpark that comes
-    /// before the park leaves a token.
-    pub(crate) fn set_away(&self, index: usize, away: bool) -> bool {
-        let previous = self.workers[index].away.swap(away, Ordering::SeqCst);
-        if away {
+    /// queues, then parks; a pusher pushes, issues a `SeqCst` fence (`wake`, `wake_one`) and
+    /// then reads the mark (`unpark_if_away`, `unpark_one_away`). Whichever comes second sees
+    /// the other, and an unpark that comes before the park leaves a token. See `enter_away` for a
+    /// worker that goes from [`Away::All`] to [`Away::Handed`].
+    pub(crate) fn set_away(&self, index: usize, away: Away) -> Away {
+        let previous = self.workers[index].away.swap(away as u8, Ordering::SeqCst);
+        if away != Away::No {
             fence(Ordering::SeqCst);
+        }
+        Away::from_u8(previous)
+    }
+
+    /// [`set_away`](Self::set_away) on entering a wait away, where `injected` says whether
+    /// work is queued on the pool as a whole.
+    ///
+    /// A worker whose wait around this one runs such work ([`Away::All`]) but which is too deep
+    /// here to run it ([`Away::Handed`]) may have been the one a `wake_one` unparked for work
+    /// injected just before: it passes that on. Its mark's store and fence come before the check,
+    /// a pusher's push and fence before its read of the mark: either the pusher picks another
+    /// worker or this check sees the work.
+    pub(crate) fn enter_away(&self, index: usize, away: Away, injected: impl Fn() -> bool) -> Away {
+        let previous = self.set_away(index, away);
+        if previous == Away::All && away == Away::Handed && injected() {
+            self.wake_one();
         }
         previous
     }
@@ -280,7 +329,7 @@ impl Sleep {
     /// after `wake`, whose fence orders the caller's push before the read.
     pub(crate) fn unpark_if_away(&self, index: usize) {
         // SeqCst: part of the store-buffer pattern of `set_away`.
-        if self.workers[index].away.load(Ordering::SeqCst) {
+        if self.workers[index].away.load(Ordering::SeqCst) != Away::No as u8 {
             self.unpark(index);
         }
     }
@@ -394,12 +443,12 @@ mod loom_tests {
                 thread::spawn(move || {
                     sleep.register_current(0);
                     sleep.set_busy(0, true);
-                    sleep.set_away(0, true);
+                    sleep.set_away(0, Away::All);
                     // Acquire: pairs with the push's release store, as a queue's steal does.
                     while !queued.load(Ordering::Acquire) {
                         thread::park();
                     }
-                    sleep.set_away(0, false);
+                    sleep.set_away(0, Away::No);
                 })
             };
             // Release: the queue's push publishes the job.
@@ -465,7 +514,7 @@ mod loom_tests {
                     thread::spawn(move || {
                         sleep.register_current(index);
                         if is_away {
-                            sleep.set_away(index, true);
+                            sleep.set_away(index, Away::All);
                         }
                         loop {
                             // Acquire: pairs with the Release stores of the job and its end.
@@ -490,7 +539,7 @@ mod loom_tests {
                             }
                         }
                         if is_away {
-                            sleep.set_away(index, false);
+                            sleep.set_away(index, Away::No);
                         }
                     })
                 })
@@ -529,5 +578,68 @@ mod loom_tests {
     #[should_panic(expected = "deadlock")]
     fn loom_injected_work_without_the_away_unpark_is_caught() {
         injected_job_reaches_a_worker(&[true], false);
+    }
+    /// Work injected while worker 0, marked [`Away::All`], enters a deeper wait away where it
+    /// runs only work handed to it ([`Away::Handed`]; it never takes the job), and worker 1 waits
+    /// away marked `All`. The pusher's `wake_one` may pick worker 0 just before it goes deeper:
+    /// `enter_away` (`pass_on`) then passes the job on to worker 1; a plain `set_away` does not.
+    fn injected_job_passed_on_by_a_worker_going_deeper(pass_on: bool) {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(move || {
+            // Leaked: see `away_worker_gets_its_job`.
+            let sleep: &'static Sleep = Box::leak(Box::new(Sleep::new(2)));
+            let queued: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+            let done: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+            let deeper = thread::spawn(move || {
+                sleep.register_current(0);
+                sleep.set_away(0, Away::All);
+                if pass_on {
+                    // SeqCst: like the injector's `is_empty`.
+                    sleep.enter_away(0, Away::Handed, || queued.load(Ordering::SeqCst));
+                } else {
+                    sleep.set_away(0, Away::Handed);
+                }
+                // Acquire: pairs with the Release store of the job's end.
+                while !done.load(Ordering::Acquire) {
+                    thread::park();
+                }
+                sleep.set_away(0, Away::No);
+            });
+            let runner = thread::spawn(move || {
+                sleep.register_current(1);
+                sleep.set_away(1, Away::All);
+                // Acquire, Release: as in `injected_job_reaches_a_worker`.
+                while !done.load(Ordering::Acquire) {
+                    if queued
+                        .compare_exchange(true, false, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        done.store(true, Ordering::Release);
+                        sleep.wake_all();
+                        break;
+                    }
+                    thread::park();
+                }
+                sleep.set_away(1, Away::No);
+            });
+            // Release: the injector's push publishes the job.
+            queued.store(true, Ordering::Release);
+            sleep.wake_one();
+            deeper.join().unwrap();
+            runner.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_injected_work_is_passed_on_by_a_worker_going_deeper() {
+        injected_job_passed_on_by_a_worker_going_deeper(true);
+    }
+
+    /// Negative control: without passing it on, the job can wait for good.
+    #[test]
+    #[should_panic(expected = "deadlock")]
+    fn loom_injected_work_not_passed_on_is_caught() {
+        injected_job_passed_on_by_a_worker_going_deeper(false);
     }
 }
