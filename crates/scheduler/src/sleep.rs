@@ -487,14 +487,54 @@ mod loom_tests {
     fn loom_a_hand_off_without_the_away_unpark_is_caught() {
         away_worker_gets_its_job(HandOff::WithoutUnpark);
     }
+    /// The job injected in the models below.
+    struct Injected {
+        queued: AtomicBool,
+        done: AtomicBool,
+    }
+
+    impl Injected {
+        /// Leaked: see `away_worker_gets_its_job`.
+        fn leak() -> &'static Injected {
+            Box::leak(Box::new(Injected {
+                queued: AtomicBool::new(false),
+                done: AtomicBool::new(false),
+            }))
+        }
+
+        /// The injector's push (Release: publishes the job).
+        fn push(&self) {
+            self.queued.store(true, Ordering::Release);
+        }
+
+        /// Takes the job if it is queued and runs it, which ends every worker's wait (as setting
+        /// the latches of the operations they wait in would: `wake_all` unparks them all);
+        /// returns whether it did.
+        fn take_and_run(&self, sleep: &Sleep) -> bool {
+            // Acquire, Release: pair with the push and with `has_run`.
+            let taken = self
+                .queued
+                .compare_exchange(true, false, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok();
+            if taken {
+                self.done.store(true, Ordering::Release);
+                sleep.wake_all();
+            }
+            taken
+        }
+
+        fn has_run(&self) -> bool {
+            // Acquire: pairs with the Release store in `take_and_run`.
+            self.done.load(Ordering::Acquire)
+        }
+    }
+
     /// Work injected into the pool as a whole (`Registry::inject`, `in_worker_blocking`: a push,
     /// then `wake_one`, or with `wake_away` false only its part that wakes sleepers) while no
     /// worker is looking for work. Worker `i` either waits away from its worker loop (`away[i]`:
     /// marked away, it checks the injector and parks outside the protocol, as the guest wait and
     /// `in_worker_blocking` do with `serve_home`) or sleeps through the protocol (its worker
-    /// loop). The worker that takes the job runs it, which ends every worker's wait (as setting
-    /// the latches of the operations they wait in would: `wake_all` unparks them all). Loom
-    /// reports a deadlock if the job can stay queued with every worker parked.
+    /// loop). Loom reports a deadlock if the job can stay queued with every worker parked.
     fn injected_job_reaches_a_worker(away: &'static [bool], wake_away: bool) {
         let mut model = loom::model::Builder::new();
         if away.len() > 1 {
@@ -505,8 +545,7 @@ mod loom_tests {
         model.check(move || {
             // Leaked: see `away_worker_gets_its_job`.
             let sleep: &'static Sleep = Box::leak(Box::new(Sleep::new(away.len())));
-            let queued: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
-            let done: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+            let job = Injected::leak();
             let workers: Vec<_> = away
                 .iter()
                 .enumerate()
@@ -516,25 +555,14 @@ mod loom_tests {
                         if is_away {
                             sleep.set_away(index, Away::All);
                         }
-                        loop {
-                            // Acquire: pairs with the Release stores of the job and its end.
-                            if done.load(Ordering::Acquire) {
-                                break;
-                            }
-                            if queued
-                                .compare_exchange(true, false, Ordering::Acquire, Ordering::Relaxed)
-                                .is_ok()
-                            {
-                                done.store(true, Ordering::Release);
-                                sleep.wake_all();
-                                break;
-                            }
+                        while !job.has_run() && !job.take_and_run(sleep) {
                             if is_away {
                                 thread::park();
                             } else {
                                 // SeqCst: the re-check of `sleep`'s protocol.
                                 sleep.sleep(index, || {
-                                    queued.load(Ordering::SeqCst) || done.load(Ordering::SeqCst)
+                                    job.queued.load(Ordering::SeqCst)
+                                        || job.done.load(Ordering::SeqCst)
                                 });
                             }
                         }
@@ -544,8 +572,7 @@ mod loom_tests {
                     })
                 })
                 .collect();
-            // Release: the injector's push publishes the job.
-            queued.store(true, Ordering::Release);
+            job.push();
             if wake_away {
                 sleep.wake_one();
             } else {
@@ -589,19 +616,17 @@ mod loom_tests {
         model.check(move || {
             // Leaked: see `away_worker_gets_its_job`.
             let sleep: &'static Sleep = Box::leak(Box::new(Sleep::new(2)));
-            let queued: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
-            let done: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+            let job = Injected::leak();
             let deeper = thread::spawn(move || {
                 sleep.register_current(0);
                 sleep.set_away(0, Away::All);
                 if pass_on {
                     // SeqCst: like the injector's `is_empty`.
-                    sleep.enter_away(0, Away::Handed, || queued.load(Ordering::SeqCst));
+                    sleep.enter_away(0, Away::Handed, || job.queued.load(Ordering::SeqCst));
                 } else {
                     sleep.set_away(0, Away::Handed);
                 }
-                // Acquire: pairs with the Release store of the job's end.
-                while !done.load(Ordering::Acquire) {
+                while !job.has_run() {
                     thread::park();
                 }
                 sleep.set_away(0, Away::No);
@@ -609,22 +634,12 @@ mod loom_tests {
             let runner = thread::spawn(move || {
                 sleep.register_current(1);
                 sleep.set_away(1, Away::All);
-                // Acquire, Release: as in `injected_job_reaches_a_worker`.
-                while !done.load(Ordering::Acquire) {
-                    if queued
-                        .compare_exchange(true, false, Ordering::Acquire, Ordering::Relaxed)
-                        .is_ok()
-                    {
-                        done.store(true, Ordering::Release);
-                        sleep.wake_all();
-                        break;
-                    }
+                while !job.has_run() && !job.take_and_run(sleep) {
                     thread::park();
                 }
                 sleep.set_away(1, Away::No);
             });
-            // Release: the injector's push publishes the job.
-            queued.store(true, Ordering::Release);
+            job.push();
             sleep.wake_one();
             deeper.join().unwrap();
             runner.join().unwrap();
