@@ -59,9 +59,9 @@ impl ThreadPool {
     /// part in the pool's work as its stand-in for worker 0 (so [`crate::current_thread_index`]
     /// is `None` in `op`, where rayon's is a worker's index — except on a worker of this pool
     /// that enters it again through another pool's work, which keeps its index); from a worker
-    /// of this pool, `op` just runs. Up to 16 outside threads take part at once; while 16 do, a further one queues
-    /// `op` to a worker and blocks until it has run there, as rayon does for every outside
-    /// caller. A panic in `op` propagates.
+    /// of this pool, `op` just runs. Up to 16 outside threads take part at once; while 16 do, a
+    /// further one queues `op` to a worker and blocks until it has run there, as rayon does for
+    /// every outside caller. A panic in `op` propagates.
     ///
     /// A worker of another pool that calls in here (as one of the 16, or blocked while its `op`
     /// is queued) keeps running its own pool's work while it waits, as rayon's cross-pool wait
@@ -69,15 +69,16 @@ impl ThreadPool {
     /// queued on its pool as a whole (an `install` queued there, a task spawned into it from
     /// outside), and what it may steal from its pool's other threads. Work queued on its pool
     /// while no worker there sleeps unparks such a worker. So pools may call into each other in
-    /// any pattern — a pool of 64 threads whose loop bodies `install` into a pool of 2 whose work
-    /// broadcasts or loops on the large pool, say — with any number of threads calling in at
-    /// once: what one pool's work waits for in the other is run even while every worker of the
-    /// other waits in the first. One limit bounds the stack: a worker with 16 waits for calls
-    /// on its stack (the depth beyond which parallel calls run sequentially) runs, while it
-    /// waits away, only the broadcast jobs and shares handed to it, so pools can still deadlock
-    /// when every worker of one waits in the other that deep. (As in any work-stealing pool, a wait runs other work on top of its
-    /// stack, so what a waiting thread runs may delay its own return; `op` blocking its thread
-    /// outside the pool's waits — on a lock, a channel — helps nobody.)
+    /// any pattern — a pool of 64 threads whose loop bodies `install` into a pool of 2 whose
+    /// work broadcasts or loops on the large pool, say — with any number of threads calling in
+    /// at once: what one pool's work waits for in the other is run even while every worker of
+    /// the other waits in the first. One limit bounds the stack: a worker with 16 waits for
+    /// calls on its stack (the depth beyond which parallel calls run sequentially) runs, while
+    /// it waits away, only the broadcast jobs and shares handed to it, so pools can still
+    /// deadlock when every worker of one waits in the other that deep. (As in any work-stealing
+    /// pool, a wait runs other work on top of its stack, so what a waiting thread runs may
+    /// delay its own return; `op` blocking its thread outside the pool's waits — on a lock, a
+    /// channel — helps nobody.)
     ///
     /// The parallel calls `op` makes when `install` entered the pool (from outside, or queued to
     /// a worker) are *outermost*, as if made from outside: the tree strategy hands them out
