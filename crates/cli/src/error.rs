@@ -126,9 +126,8 @@ pub enum CliError {
         /// How many runs were kept and where: `1 of 6 runs kept in c.json`.
         kept: String,
     },
-    /// `sweep` or `corun` (a single run or `--compare`) was stopped by a signal (SIGINT, SIGTERM,
-    /// SIGHUP) after
-    /// saving what it measured; the process exits with 128 + the signal ([`CliError::signal`]).
+    /// `sweep`, `latency` or `corun` (a single run or `--compare`) was stopped by a signal
+    /// (SIGINT, SIGTERM, SIGHUP) after saving what it measured; the process exits with 128 + the signal ([`CliError::signal`]).
     #[error(
         "interrupted by {signal_name}{}",
         kept.as_ref().map_or_else(String::new, |kept| format!(": {kept}"))

@@ -21,6 +21,9 @@
 //! process that reused the pid within that instant. A signal that the sweep was started with
 //! ignored (`nohup`'s SIGHUP) stays ignored.
 //!
+//! `latency` measures in its own process, with these handlers: a signal ends it after the load
+//! under way ([`received`] is checked after every load), and it writes the loads it finished.
+//!
 //! `corun` stops through the mapper's own handlers instead
 //! (`parbench_mapper::corun::stop_on_termination_signals`), which stop its commands' process
 //! groups and likewise leave a signal ignored that corun was started with ignored; it keeps its

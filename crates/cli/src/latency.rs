@@ -22,6 +22,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -29,7 +30,7 @@ use clap::{ArgGroup, Args};
 use parbench_kernels::latency::{
     Bounds, CpuLayout, Curve, CurveConfig, DEFAULT_SATURATION_FACTOR, KernelService, LatencyError,
     MonotonicClock, Placement, PlacementPlan, PointResult, QpsScaledRequests, RequestSample,
-    Service, run_curve,
+    Service, run_curve, saturation_qps,
 };
 use parbench_kernels::{Kernel, Params, find_kernel};
 use parbench_mapper::perf::{Metrics, Profile, Quantity, StudyMetrics, nominal_frequency_mhz};
@@ -474,16 +475,26 @@ pub fn this_machine_plans(text: &str) -> Result<(Vec<PlacementPlan>, Vec<String>
 type PlacementServices = (Vec<Box<dyn Service>>, Option<CounterSet>);
 
 /// Measures every placement of `setup` in turn; `on_point` sees each load as it completes (with
-/// its counters and the curves finished so far).
+/// its counters and the curves so far, the last one that of the placement being measured, up to
+/// and including this load). A signal handled by [`crate::interruption::stop_on_signals`] ends
+/// the measurement after the load under way.
 ///
 /// # Errors
-/// [`CliError`] for a kernel that cannot be prepared (checked for every worker before anything is
-/// measured) or a failing load point.
+/// [`MeasureStopped`], holding the curves measured so far: a kernel that cannot be prepared
+/// (checked for every worker before anything is measured, so nothing is held then), a failing
+/// load point, or an interruption ([`CliError::Interrupted`]).
 pub fn measure_curves(
     setup: &LatencySetup,
     mut on_point: impl FnMut(&PlacementPlan, &PointResult, Option<&Profile>, &[MeasuredCurve]),
-) -> Result<Vec<MeasuredCurve>, CliError> {
-    setup.config.validate().map_err(latency_error)?;
+) -> Result<Vec<MeasuredCurve>, MeasureStopped> {
+    let stopped = |error: CliError| MeasureStopped {
+        error,
+        curves: Vec::new(),
+    };
+    setup
+        .config
+        .validate()
+        .map_err(|e| stopped(latency_error(e)))?;
     // Preparing also validates the parameters: a bad one fails here, before any measuring.
     let mut services: Vec<PlacementServices> = Vec::new();
     for plan in &setup.plans {
@@ -492,10 +503,12 @@ pub fn measure_curves(
             .then(|| CounterSet::for_this_machine(plan.worker_cpus.len()));
         let mut workers: Vec<Box<dyn Service>> = Vec::new();
         for worker in 0..plan.worker_cpus.len() {
-            let service: Box<dyn Service> = Box::new(KernelService::repeated(
-                setup.kernel.prepare(&setup.params, 1)?,
-                setup.runs_per_request,
-            ));
+            let prepared = setup
+                .kernel
+                .prepare(&setup.params, 1)
+                .map_err(|e| stopped(e.into()))?;
+            let service: Box<dyn Service> =
+                Box::new(KernelService::repeated(prepared, setup.runs_per_request));
             workers.push(match &counters {
                 Some(set) => set.wrap(worker, service),
                 None => service,
@@ -505,8 +518,16 @@ pub fn measure_curves(
     }
     let mut done: Vec<MeasuredCurve> = Vec::new();
     for (plan, (workers, counters)) in setup.plans.iter().zip(&mut services) {
-        let mut recorded = Vec::new();
-        let curve = run_curve(
+        // The placement being measured, its finished loads so far: kept if a later load fails.
+        done.push(MeasuredCurve {
+            curve: Curve {
+                placement: plan.name.clone(),
+                points: Vec::new(),
+                saturation_qps: None,
+            },
+            counters: Vec::new(),
+        });
+        let measured = run_curve(
             &MonotonicClock::new(),
             &setup.config,
             plan,
@@ -521,17 +542,58 @@ pub fn measure_curves(
                         point.offered_qps
                     ))
                 });
+                if let Some(current) = done.last_mut() {
+                    current.curve.points.push(point.clone());
+                    current.curve.saturation_qps =
+                        saturation_qps(&current.curve.points, setup.config.saturation_factor);
+                    current.counters.push(profile.clone());
+                }
                 on_point(plan, point, profile.as_ref(), &done);
-                recorded.push(profile);
+                if crate::interruption::received().is_some() {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
             },
-        )
-        .map_err(latency_error)?;
-        done.push(MeasuredCurve {
-            curve,
-            counters: recorded,
-        });
+        );
+        match (measured, done.last_mut()) {
+            (Ok(curve), Some(current)) => current.curve = curve,
+            (Ok(_), None) => {}
+            (Err(error), _) => {
+                return Err(MeasureStopped {
+                    error: latency_error(error),
+                    curves: done,
+                });
+            }
+        }
+        if let Some(signal) = crate::interruption::received() {
+            return Err(MeasureStopped {
+                error: CliError::Interrupted {
+                    signal,
+                    signal_name: parbench_mapper::corun::signal_name(signal).unwrap_or("a signal"),
+                    kept: None,
+                },
+                curves: done,
+            });
+        }
     }
     Ok(done)
+}
+
+/// A latency measurement that stopped before its end: why, and the curves it measured until then
+/// (the last one possibly cut short; empty when it stopped before measuring).
+#[derive(Debug)]
+pub struct MeasureStopped {
+    /// Why it stopped.
+    pub error: CliError,
+    /// The finished loads, per placement.
+    pub curves: Vec<MeasuredCurve>,
+}
+
+impl From<MeasureStopped> for CliError {
+    fn from(stopped: MeasureStopped) -> CliError {
+        stopped.error
+    }
 }
 
 /// Runs `parbench-cli latency`.
@@ -539,8 +601,10 @@ pub fn measure_curves(
 /// # Errors
 /// [`CliError`] for bad input (unknown service or placement, no placement this machine can host,
 /// bad parameters, an output format that cannot be inferred, an unwritable `--output` or
-/// `--plot`) before anything is measured, or a failing service; [`CliError::WrittenElsewhere`]
-/// when a file could not be written after measuring (its content went to a rescue file or stdout).
+/// `--plot`) before anything is measured, or a failing load (after the loads finished before it
+/// were written, as a finished run's are); [`CliError::Interrupted`] likewise after a signal;
+/// [`CliError::WrittenElsewhere`] when a file could not be written after measuring (its content
+/// went to a rescue file or stdout).
 pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
     let plot_format = plot_format(args.plot.as_deref())?;
     let kernel = service_kernel(&args.service)?;
@@ -630,10 +694,11 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
             describe_plan(plan, setup.pin),
         );
     }
+    // From here on a signal ends the measurement after the load under way, and the loads
+    // measured until then are written as a finished run's are.
+    crate::interruption::stop_on_signals()
+        .map_err(|e| CliError::Usage(format!("cannot install the signal handlers: {e}")))?;
     let mut current: Option<String> = None;
-    // What the file last got (or, for a device or FIFO, would have): written in the end if the
-    // measurement fails.
-    let mut latest: Option<Vec<u8>> = None;
     let measured = measure_curves(&setup, |plan, point, counters, done| {
         if !args.quiet && current.as_deref() != Some(plan.name.as_str()) {
             eprintln!("{}", describe_plan(plan, setup.pin));
@@ -648,25 +713,51 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
         }
         report.cells.push(cell);
         if let Some((file, format)) = &mut output {
-            let bytes = render(*format, &report, done);
-            if let Some(line) = file.snapshot(&bytes) {
+            if let Some(line) = file.snapshot(&render(*format, &report, done)) {
                 if !args.quiet {
                     eprintln!("{line}");
                 }
             }
-            latest = Some(bytes);
         }
     });
-    let curves = match measured {
-        Ok(curves) => curves,
-        Err(error) => {
-            let saved = match (output, latest) {
-                (Some((file, _)), Some(bytes)) => file.finish(&bytes).err(),
-                _ => None,
-            };
-            return CliError::all([Some(error), saved].into_iter().flatten().collect());
-        }
+    let (curves, failure) = match measured {
+        Ok(curves) => (curves, None),
+        Err(MeasureStopped { error, curves }) => (curves, Some(error)),
     };
+    // Loads measured before a failure or an interruption are results like any others: they go
+    // where a finished run's go, and the error after them.
+    let failure = failure.map(|error| match error {
+        CliError::Interrupted {
+            signal,
+            signal_name,
+            kept: None,
+        } => CliError::Interrupted {
+            signal,
+            signal_name,
+            kept: Some(format!(
+                "{} loads kept {}",
+                report.cells.len(),
+                output.as_ref().map_or_else(
+                    || "on stdout".to_owned(),
+                    |(file, _)| format!("in {}", file.path().display())
+                )
+            )),
+        },
+        other => other,
+    });
+    let interrupted = matches!(failure, Some(CliError::Interrupted { .. }));
+    let mut errors: Vec<CliError> = Vec::new();
+    if let Some(failure) = failure {
+        report.metadata.settings.insert(
+            crate::results::STOPPED_SETTING.to_owned(),
+            failure.to_string(),
+        );
+        errors.push(failure);
+    }
+    if report.cells.is_empty() {
+        // Nothing measured: an earlier file at --output or --plot stays as it was.
+        return CliError::all(errors);
+    }
     for measured in &curves {
         report.metadata.settings.insert(
             format!("saturation_qps.{}", measured.curve.placement),
@@ -676,7 +767,6 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
                 .map_or_else(|| "none".to_owned(), |qps| qps.to_string()),
         );
     }
-    let mut errors = Vec::new();
     let only_copy = output.is_none();
     let table = !output.as_ref().is_some_and(|(file, _)| file.is_stdout());
     let stdout_format = match output {
@@ -699,7 +789,11 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
     }
     if table {
         let text = render(stdout_format, &report, &curves);
-        errors.extend(print_results(&text, stdout_format.extension(), only_copy).err());
+        let printed = print_results(&text, stdout_format.extension(), only_copy);
+        // After SIGHUP the terminal may be gone; the interruption is still the news.
+        if !interrupted {
+            errors.extend(printed.err());
+        }
     }
     CliError::all(errors)
 }
@@ -1162,6 +1256,64 @@ fn draw_plot<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A placement that fails after another was measured (here: a worker CPU the OS cannot pin
+    /// to) leaves the finished curve with the error, for the caller to write.
+    #[test]
+    fn a_failing_placement_keeps_the_curves_measured_before_it() {
+        // A CPU this process may run on, so that pinning the first placement succeeds; 1023 is
+        // the last a `cpu_set_t` holds (a larger one aborts in `core_affinity`), absent here.
+        let allowed = core_affinity::get_core_ids().expect("this process's CPUs");
+        if allowed.iter().any(|core| core.id == 1023) {
+            println!("SKIPPED: this machine has a CPU 1023");
+            return;
+        }
+        let layout = CpuLayout::one_thread_per_core(&[allowed[0].id]);
+        let unpinnable = PlacementPlan {
+            name: "cpus:1023".into(),
+            worker_cpus: vec![1023],
+            generator_cpu: None,
+            note: None,
+        };
+        let setup = LatencySetup {
+            kernel: service_kernel("matmul").unwrap(),
+            params: Params::new().with("n", "8"),
+            config: CurveConfig {
+                qps: vec![2000.0, 1000.0],
+                requests: 20,
+                warmup: 2,
+                ..CurveConfig::default()
+            },
+            plans: vec![Placement::Single.plan(&layout).unwrap(), unpinnable],
+            pin: true,
+            counters: false,
+            runs_per_request: 1,
+        };
+        let mut seen = Vec::new();
+        let stopped = measure_curves(&setup, |plan, point, _, done| {
+            seen.push((plan.name.clone(), point.offered_qps));
+            let current = done.last().expect("the placement being measured");
+            assert_eq!(current.curve.points.last(), Some(point), "up to this load");
+        })
+        .expect_err("CPU 1023 cannot be pinned to");
+        assert!(
+            matches!(stopped.error, CliError::Usage(ref m) if m.contains("CPU 1023")),
+            "{}",
+            stopped.error
+        );
+        let kept: Vec<(String, f64)> = stopped
+            .curves
+            .iter()
+            .flat_map(|m| {
+                m.curve
+                    .points
+                    .iter()
+                    .map(|p| (m.curve.placement.clone(), p.offered_qps))
+            })
+            .collect();
+        assert_eq!(kept, seen, "every reported load is kept");
+        assert_eq!(seen.len(), 2, "both loads of the first placement: {seen:?}");
+    }
 
     #[test]
     fn placement_lists_split_around_cpu_lists() {

@@ -26,7 +26,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub const ROUNDS_DONE_SETTING: &str = "rounds.done";
 
 /// The metadata setting in which `sweep` records, in one line, why it stopped before its last
-/// round: `interrupted by SIGINT: …`, or a failed round's error. Absent when it finished.
+/// round: `interrupted by SIGINT: …`, or a failed round's error (and `latency` why it stopped
+/// before its last load). Absent when it finished.
 pub const STOPPED_SETTING: &str = "stopped";
 
 /// The results of one command invocation.

@@ -210,7 +210,10 @@ mod tests {
             &plan,
             &mut services,
             false,
-            |point| profiles.push(set.take_point(&point.offered_qps.to_string())),
+            |point| {
+                profiles.push(set.take_point(&point.offered_qps.to_string()));
+                std::ops::ControlFlow::Continue(())
+            },
         )
         .unwrap();
         assert_eq!(profiles.len(), 2);

@@ -613,3 +613,63 @@ fn an_interrupted_corun_prints_its_report_and_exits_with_the_signal() {
         );
     }
 }
+
+/// `latency` without `--output`, stopped by Ctrl-C after its first load: the loads it finished
+/// are printed as its table, the error says so in one line, and it exits with 128 + SIGINT.
+#[test]
+fn an_interrupted_latency_prints_the_loads_it_finished_and_exits_with_the_signal() {
+    use std::io::{BufRead, BufReader, Read};
+    let dir = fresh_dir("latency");
+    // 20 loads of 0.32 s of arrivals each: far from done when the first one is reported.
+    let args = [
+        "latency",
+        "--service",
+        "matmul",
+        "--n",
+        "8",
+        "--placement",
+        "single",
+        "--no-pin",
+        "--qps-range",
+        "200:4000:200",
+        "--scale-with-qps",
+        "0.02",
+    ]
+    .map(OsStr::new);
+    let mut latency = start_cli(args, &dir);
+    let mut stdout = latency.stdout.take().expect("piped stdout");
+    let reading = std::thread::spawn(move || {
+        let mut out = String::new();
+        stdout.read_to_string(&mut out).expect("stdout is text");
+        out
+    });
+    let mut stderr = BufReader::new(latency.stderr.take().expect("piped stderr"));
+    let mut err = String::new();
+    loop {
+        let mut line = String::new();
+        let read = stderr.read_line(&mut line).expect("stderr is text");
+        assert!(read > 0, "latency ended before its first load: {err}");
+        err.push_str(&line);
+        if line.contains("QPS offered") {
+            break;
+        }
+    }
+    send(&latency, libc::SIGINT, true);
+    stderr.read_to_string(&mut err).expect("stderr is text");
+    let status = latency.wait().expect("latency ends");
+    let out = reading.join().expect("stdout read");
+    assert_eq!(status.code(), Some(130), "{err}");
+    let reported = err.lines().filter(|l| l.contains("QPS offered")).count();
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    let line = format!("error: interrupted by SIGINT: {reported} loads kept on stdout");
+    assert_eq!(errors, [line.as_str()], "one error line: {err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.first(), Some(&"placement single"), "{out}");
+    // Heading, column names, a row per finished load, the saturation line.
+    assert_eq!(
+        lines.len(),
+        reported + 3,
+        "every finished load printed: {out}"
+    );
+    assert!(reported < 20, "stopped early: {err}");
+}

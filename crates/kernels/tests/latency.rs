@@ -2,6 +2,7 @@
 //! bookkeeping is consistent, and saturation is found. Nothing here asserts on how long anything
 //! took — only on structure that holds on any machine, however loaded.
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use parbench_kernels::latency::{
@@ -26,7 +27,7 @@ fn measure(
     config: &CurveConfig,
     plan: &PlacementPlan,
     services: &mut [Box<dyn Service>],
-    on_point: impl FnMut(&PointResult),
+    mut on_point: impl FnMut(&PointResult),
 ) -> Result<Curve, LatencyError> {
     run_curve(
         &MonotonicClock::new(),
@@ -34,7 +35,10 @@ fn measure(
         plan,
         services,
         false,
-        on_point,
+        |point| {
+            on_point(point);
+            ControlFlow::Continue(())
+        },
     )
 }
 
@@ -266,4 +270,43 @@ fn every_load_and_placement_replays_the_seeds_schedule() {
         // The same pattern at twice the rate, up to the nanosecond truncation.
         assert!(slow.abs_diff(2 * fast) <= 2, "{slow} vs {fast}");
     }
+}
+
+/// A caller that asks to stop (an interrupted CLI) gets the points measured so far, the one it
+/// broke after included, and no further load is measured.
+#[test]
+fn a_break_from_on_point_ends_the_curve_after_that_point() {
+    let plan = Placement::Single
+        .plan(&CpuLayout::one_thread_per_core(&[0]))
+        .unwrap();
+    let mut services = matmul_services(1);
+    let config = CurveConfig {
+        qps: vec![1000.0, 2000.0, 4000.0],
+        requests: 20,
+        warmup: 2,
+        ..CurveConfig::default()
+    };
+    let mut seen = Vec::new();
+    let curve = run_curve(
+        &MonotonicClock::new(),
+        &config,
+        &plan,
+        &mut services,
+        false,
+        |point| {
+            seen.push(point.offered_qps);
+            if point.saturated() || seen.len() < 2 {
+                ControlFlow::Continue(())
+            } else {
+                ControlFlow::Break(())
+            }
+        },
+    )
+    .unwrap();
+    let measured: Vec<f64> = curve.points.iter().map(|p| p.offered_qps).collect();
+    assert_eq!(measured, seen, "every reported point is in the curve");
+    assert!(
+        measured.len() <= 2,
+        "nothing measured after the break: {measured:?}"
+    );
 }

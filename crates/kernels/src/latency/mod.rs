@@ -26,13 +26,16 @@
 //!     run_curve, CpuLayout, CurveConfig, KernelService, MonotonicClock, Placement, Service,
 //! };
 //! use parbench_kernels::{find_kernel, Params};
+//! use std::ops::ControlFlow;
 //!
 //! let plan = Placement::Single.plan(&CpuLayout::one_thread_per_core(&[0]))?;
 //! let kernel = find_kernel("matmul")?;
 //! let mut services: Vec<Box<dyn Service>> =
 //!     vec![Box::new(KernelService::new(kernel.prepare(&Params::new().with("n", "8"), 1)?))];
 //! let config = CurveConfig { qps: vec![2000.0, 4000.0], requests: 20, warmup: 2, ..Default::default() };
-//! let curve = run_curve(&MonotonicClock::new(), &config, &plan, &mut services, false, |_| {})?;
+//! let curve = run_curve(&MonotonicClock::new(), &config, &plan, &mut services, false, |_| {
+//!     ControlFlow::Continue(())
+//! })?;
 //! assert_eq!(curve.points.len(), 2);
 //! assert!(curve.points.iter().all(|p| p.samples.len() <= 20));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -43,6 +46,8 @@ mod clock;
 mod percentile;
 mod placement;
 mod server;
+
+use std::ops::ControlFlow;
 
 use thiserror::Error;
 
@@ -292,7 +297,9 @@ pub struct Curve {
 }
 
 /// Measures every load of `config` in ascending order on the workers of `plan` (pinned when
-/// `pin`), calling `on_point` after each; stops after the first point that hit a bound.
+/// `pin`), calling `on_point` after each; stops after the first point that hit a bound, or after
+/// a point whose `on_point` breaks (the caller was asked to stop: an interrupt), returning the
+/// points measured so far either way.
 ///
 /// # Errors
 /// [`LatencyError::BadConfig`] for an invalid config or a schedule longer than the duration bound
@@ -304,7 +311,7 @@ pub fn run_curve<C: Clock>(
     plan: &PlacementPlan,
     services: &mut [Box<dyn Service>],
     pin: bool,
-    mut on_point: impl FnMut(&PointResult),
+    mut on_point: impl FnMut(&PointResult) -> ControlFlow<()>,
 ) -> Result<Curve, LatencyError> {
     config.validate()?;
     config.check_schedules()?;
@@ -323,10 +330,10 @@ pub fn run_curve<C: Clock>(
             bounds: config.bounds,
         };
         let result = run_point(&point, services, plan, pin)?;
-        on_point(&result);
+        let flow = on_point(&result);
         let saturated = result.saturated();
         points.push(result);
-        if saturated {
+        if saturated || flow.is_break() {
             break;
         }
     }
