@@ -74,7 +74,8 @@ pub struct LatencyArgs {
     /// The kernel serving each request (see `list`; `spmv` means `spmv-balanced`).
     #[arg(long, value_name = "KERNEL")]
     pub service: String,
-    /// Offered loads in requests per second, e.g. `100,200,400` [at most 1e9 each].
+    /// Offered loads in requests per second, e.g. `100,200,400`, measured in ascending order, a
+    /// load listed twice once [at most 1e9 each].
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_qps)]
     pub qps: Vec<f64>,
     /// Offered loads from A to B (inclusive) in steps of STEP, e.g. `500:3000:500` [at most 1000

@@ -216,6 +216,36 @@ fn csv_on_stdout_has_a_row_per_load_with_every_sample() {
     }
 }
 
+/// A load listed twice is measured once, as a kernel or scheduler named twice in `sweep` is.
+#[test]
+fn a_load_listed_twice_is_measured_once() {
+    let output = latency(&[
+        "--service",
+        "matmul",
+        "--n",
+        "8",
+        "--qps",
+        "400,200,400",
+        "--requests",
+        "20",
+        "--warmup",
+        "2",
+        "--placement",
+        "single",
+        "--format",
+        "csv",
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let csv = text(&output.stdout);
+    let loads: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|row| row.split(',').nth(2).unwrap_or(""))
+        .collect();
+    assert_eq!(loads, ["200", "400"], "{csv}");
+}
+
 #[test]
 fn counters_under_load_and_qps_scaled_requests() {
     // 20 ms of warm-up arrivals: 4 + 12 requests at 200 QPS, 8 + 24 at 400 QPS.
