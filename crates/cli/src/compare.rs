@@ -12,8 +12,8 @@
 //! Files are labelled A, B, C … and each letter's environment (host, CPU, commit, date) is printed
 //! above the table, so reports from different machines can be set side by side. The command
 //! exits 0 whenever it could compare (whatever the verdicts), so it can run in CI and be read by
-//! people; files it cannot read, or a report of another command or without a cell in common with
-//! the baseline ([`check_comparable`]), are one error line and exit 2.
+//! people; files it cannot read, a file given twice, or a report of another command or without a
+//! cell in common with the baseline ([`check_comparable`]), are one error line and exit 2.
 
 use std::path::PathBuf;
 
@@ -23,6 +23,7 @@ use crate::commands::{read_reports, write_stdout};
 use crate::error::CliError;
 use crate::export::text_grid::{format_ratio, format_seconds};
 use crate::results::{Cell, Report};
+use crate::results_file::refuse_repeated_files;
 use crate::stats::{RatioCiError, bootstrap_ratio_ci, median};
 
 /// Bootstrap resamples per compared cell.
@@ -171,6 +172,10 @@ pub fn compare_samples(
 /// beside the baseline ([`check_comparable`]).
 pub fn run(args: &CompareArgs) -> Result<(), CliError> {
     let reports = read_reports(&args.files, args.allow_partial)?;
+    refuse_repeated_files(
+        &args.files,
+        "compare sets different reports side by side (a file against itself compares nothing)",
+    )?;
     let names: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
     check_comparable(&reports, &names)?;
     let text = render(&reports, &names, args.threshold);

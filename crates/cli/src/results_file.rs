@@ -506,6 +506,30 @@ fn follow_links(path: &Path) -> io::Result<PathBuf> {
     Err(io::Error::from_raw_os_error(libc::ELOOP))
 }
 
+/// Refuses a file that `paths` list twice, as the same path or another (`./a.json`, a link, a
+/// hard link): a command that reads several reports would count that one twice; `consequence`
+/// says what that means for it.
+///
+/// # Errors
+/// [`CliError::Usage`] naming the file and both ways it was given.
+pub(crate) fn refuse_repeated_files(paths: &[PathBuf], consequence: &str) -> Result<(), CliError> {
+    for (index, path) in paths.iter().enumerate() {
+        if let Some(first) = paths[..index]
+            .iter()
+            .find(|earlier| same_file(earlier, path))
+        {
+            let name = fs::canonicalize(first).unwrap_or_else(|_| first.clone());
+            return Err(CliError::Usage(format!(
+                "{} is given twice (as {} and {}): {consequence}",
+                name.display(),
+                first.display(),
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Whether `a` and `b` name one file: the same inode when both exist, else the same path once
 /// links are followed and the directory is made absolute (a file that does not exist yet).
 fn same_file(a: &Path, b: &Path) -> bool {

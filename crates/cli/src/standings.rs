@@ -46,6 +46,7 @@ use crate::compare::parse_percent;
 use crate::error::CliError;
 use crate::export::csv::quote;
 use crate::results::{Cell, Report};
+use crate::results_file::refuse_repeated_files;
 use crate::stats::median;
 
 /// The others when `--versus` is not given: the baselines of the default sweep.
@@ -557,7 +558,6 @@ pub fn run(args: &StandingsArgs) -> Result<(), CliError> {
 /// # Errors
 /// [`CliError::Usage`] naming the file.
 fn check_distinct_sweeps(paths: &[PathBuf], reports: &[Report]) -> Result<(), CliError> {
-    let mut seen: Vec<(PathBuf, &PathBuf)> = Vec::new();
     for (path, report) in paths.iter().zip(reports) {
         if report.command != "sweep" {
             return Err(CliError::Usage(format!(
@@ -567,21 +567,8 @@ fn check_distinct_sweeps(paths: &[PathBuf], reports: &[Report]) -> Result<(), Cl
                 report.command
             )));
         }
-        let canonical = std::fs::canonicalize(path).map_err(|source| CliError::Read {
-            path: path.clone(),
-            source,
-        })?;
-        if let Some((_, first)) = seen.iter().find(|(other, _)| *other == canonical) {
-            return Err(CliError::Usage(format!(
-                "{} is given twice (as {} and {}): each report counts once, as one process",
-                canonical.display(),
-                first.display(),
-                path.display()
-            )));
-        }
-        seen.push((canonical, path));
     }
-    Ok(())
+    refuse_repeated_files(paths, "each report counts once, as one process")
 }
 
 /// The table with a header naming what is compared and a footer counting the kernels within the

@@ -340,7 +340,32 @@ fn compare_of_reports_with_nothing_to_compare_is_a_one_line_error() {
         ],
     );
     // A report that shares the cell still compares (exit 0).
-    cli_ok(&["compare", text_of(&sweep), text_of(&sweep)]);
+    let copy = scratch("compare-sweep-copy.json");
+    fs::copy(&sweep, &copy).expect("a copy of the report");
+    cli_ok(&["compare", text_of(&sweep), text_of(&copy)]);
+}
+
+/// A file against itself compares nothing (every ratio 1): refused however it is named, as
+/// `standings` refuses it.
+#[test]
+fn compare_refuses_a_file_given_twice() {
+    let sweep = sweep_report("compare-twice.json");
+    let dir = sweep.parent().expect("scratch directory");
+    let same = dir.join(".").join("compare-twice.json");
+    let linked = scratch("compare-twice-link.json");
+    fs::hard_link(&sweep, &linked).expect("a hard link");
+    for second in [&sweep, &same, &linked] {
+        assert_bad_input(
+            &["compare", text_of(&sweep), text_of(second)],
+            &["compare-twice.json is given twice", "compares nothing"],
+        );
+    }
+    let copy = scratch("compare-twice-copy.json");
+    fs::copy(&sweep, &copy).expect("a copy of the report");
+    assert_bad_input(
+        &["compare", text_of(&sweep), text_of(&copy), text_of(&same)],
+        &["is given twice"],
+    );
 }
 
 #[test]
