@@ -1,5 +1,6 @@
 //! An executor wrapper for kernels whose result cannot show a lost or doubled task: it checks
-//! that every `for_each_task` call ran each of its tasks exactly once.
+//! that every `for_each_task` call ran each of its tasks exactly once, and that every
+//! `for_chunks` call's chunks covered its range exactly once ([`ChunkMoments`]).
 //!
 //! A branch-and-bound search (`qap`, `floorplan`) finds its optimum without the subtrees it
 //! prunes, so a task the executor never runs often leaves the optimum right, and a task it runs
@@ -26,7 +27,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use crate::executor::{Executor, ExecutorError, ExecutorKind};
 use crate::kernels::rng::mix64;
 
-/// `inner`, with every [`Executor::for_each_task`] call checked to run each task exactly once.
+/// `inner`, with every [`Executor::for_each_task`] call checked to run each task exactly once,
+/// and every [`Executor::for_chunks`] call each index of its range.
 pub(crate) struct CheckedTasks<'e> {
     inner: &'e dyn Executor,
     /// Calls that returned `Ok` without running each of their tasks exactly once.
@@ -41,7 +43,8 @@ impl<'e> CheckedTasks<'e> {
         }
     }
 
-    /// How many calls so far ran a task twice or more, or never, or one in place of another.
+    /// How many calls so far ran a task (or a chunk's index) twice or more, or never, or one in
+    /// place of another.
     pub(crate) fn wrong_calls(&self) -> u64 {
         // Relaxed: read after the calls that counted have returned.
         self.wrong_calls.load(Relaxed)
@@ -60,6 +63,63 @@ fn tag(index: usize) -> u64 {
     mix64(index as u64 + 1)
 }
 
+/// The count, sum and sum of squares of `index + 1` over the indices a `for_chunks` call ran,
+/// modulo 2^64: O(1) per chunk however long (a tag per index, as tasks get, would cost a hash per
+/// trapezoid of a `trapezoid` run with blocks of one). An index run twice in place of another
+/// changes the sum (by their difference, below 2^64), so one doubled, lost or swapped index always
+/// shows; among several, only doubled and lost sets with equal sums and equal sums of squares
+/// cancel out (three each at least, such as {1, 5, 6} and {2, 3, 7}).
+#[derive(Default)]
+struct ChunkMoments {
+    count: AtomicU64,
+    sum: AtomicU64,
+    squares: AtomicU64,
+}
+
+impl ChunkMoments {
+    fn add(&self, chunk: Range<usize>) {
+        // An empty or reversed chunk runs nothing.
+        if chunk.end <= chunk.start {
+            return;
+        }
+        let (sum_end, squares_end) = sums_up_to(chunk.end);
+        let (sum_start, squares_start) = sums_up_to(chunk.start);
+        // Relaxed: the totals are read after the call has joined every chunk.
+        self.count
+            .fetch_add((chunk.end - chunk.start) as u64, Relaxed);
+        self.sum.fetch_add(sum_end.wrapping_sub(sum_start), Relaxed);
+        self.squares
+            .fetch_add(squares_end.wrapping_sub(squares_start), Relaxed);
+    }
+
+    fn same_as(&self, other: &ChunkMoments) -> bool {
+        let read = |moments: &ChunkMoments| {
+            [&moments.count, &moments.sum, &moments.squares].map(|value| value.load(Relaxed))
+        };
+        read(self) == read(other)
+    }
+}
+
+/// Σ k and Σ k² for k = 1…m, modulo 2^64: the divisions by 2 and 3 are made on the factor they
+/// divide before anything is multiplied, so the products may wrap without changing the result.
+fn sums_up_to(m: usize) -> (u64, u64) {
+    let m = m as u128;
+    let (a, b) = if m % 2 == 0 {
+        (m / 2, m + 1)
+    } else {
+        (m, m.div_ceil(2))
+    };
+    let c = 2 * m + 1;
+    // One of m, m + 1, 2m + 1 is a multiple of 3 (halving m or m + 1 keeps that factor).
+    let squares = match (a % 3, b % 3) {
+        _ if c % 3 == 0 => a.wrapping_mul(b).wrapping_mul(c / 3),
+        (0, _) => (a / 3).wrapping_mul(b).wrapping_mul(c),
+        _ => a.wrapping_mul(b / 3).wrapping_mul(c),
+    };
+    // Truncation is the point: the totals are compared modulo 2^64.
+    (a.wrapping_mul(b) as u64, squares as u64)
+}
+
 impl Executor for CheckedTasks<'_> {
     fn kind(&self) -> ExecutorKind {
         self.inner.kind()
@@ -70,7 +130,16 @@ impl Executor for CheckedTasks<'_> {
     }
 
     fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
-        self.inner.for_chunks(range, body);
+        let moments = LineOfItsOwn(ChunkMoments::default());
+        self.inner.for_chunks(range.clone(), &|chunk| {
+            moments.0.add(chunk.clone());
+            body(chunk);
+        });
+        let expected = ChunkMoments::default();
+        expected.add(range);
+        if !moments.0.same_as(&expected) {
+            self.wrong_calls.fetch_add(1, Relaxed);
+        }
     }
 
     fn join(
@@ -108,16 +177,29 @@ impl Executor for CheckedTasks<'_> {
     }
 }
 
+/// Executors that run the wrong tasks or chunks, for the tests of the checks that must catch them.
 #[cfg(test)]
-mod tests {
+pub(crate) mod broken {
     use super::*;
     use crate::executor::SeqExecutor;
 
-    /// An executor whose `for_each_task(n, …)` runs the task indices `order(n)`, one after the
-    /// other (a broken one unless they are `0..n` in some order).
-    struct TaskOrder(fn(usize) -> Vec<usize>);
+    /// Runs `for_each_task(n, …)` as the task indices `tasks(n)` and `for_chunks(range, …)` as
+    /// the chunks `chunks(range)`, one after the other (a broken executor unless they are `0..n`,
+    /// and chunks that cover `range` once, in some order).
+    pub(crate) struct Order {
+        pub(crate) tasks: fn(usize) -> Vec<usize>,
+        pub(crate) chunks: fn(Range<usize>) -> Vec<Range<usize>>,
+    }
 
-    impl Executor for TaskOrder {
+    impl Order {
+        /// Every task and chunk right, in order; change one field to break the other.
+        pub(crate) const RIGHT: Order = Order {
+            tasks: |n| (0..n).collect(),
+            chunks: |range| vec![range],
+        };
+    }
+
+    impl Executor for Order {
         fn kind(&self) -> ExecutorKind {
             ExecutorKind::Seq
         }
@@ -125,7 +207,7 @@ mod tests {
             1
         }
         fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
-            SeqExecutor::new().for_chunks(range, body);
+            (self.chunks)(range).into_iter().for_each(body);
         }
         fn join(
             &self,
@@ -139,16 +221,80 @@ mod tests {
             n: usize,
             task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
         ) -> Result<(), ExecutorError> {
-            (self.0)(n).into_iter().try_for_each(task)
+            (self.tasks)(n).into_iter().try_for_each(task)
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::broken::Order;
+    use super::*;
+    use crate::executor::SeqExecutor;
 
     /// How many calls of 3 tasks `checked` finds wrong on an executor running `order`.
     fn wrong_calls_of(order: fn(usize) -> Vec<usize>) -> u64 {
-        let exec = TaskOrder(order);
+        let exec = Order {
+            tasks: order,
+            ..Order::RIGHT
+        };
         let checked = CheckedTasks::new(&exec);
         checked.for_each_task(3, &|_| Ok(())).unwrap();
         checked.wrong_calls()
+    }
+
+    /// How many calls over `10..20` `checked` finds wrong on an executor running `chunks`.
+    fn wrong_chunk_calls_of(chunks: fn(Range<usize>) -> Vec<Range<usize>>) -> u64 {
+        let exec = Order {
+            chunks,
+            ..Order::RIGHT
+        };
+        let checked = CheckedTasks::new(&exec);
+        checked.for_chunks(10..20, &|_| {});
+        checked.wrong_calls()
+    }
+
+    #[test]
+    fn counts_chunk_calls_that_ran_an_index_twice_or_never() {
+        assert_eq!(wrong_chunk_calls_of(|range| vec![range]), 0);
+        assert_eq!(
+            wrong_chunk_calls_of(|_| vec![15..20, 10..12, 12..12, 12..15]),
+            0,
+            "any split, any order, empty chunks"
+        );
+        // Chunk 10..11 run twice in place of its neighbour 11..12, and other swaps.
+        assert_eq!(wrong_chunk_calls_of(|_| vec![10..11, 10..11, 12..20]), 1);
+        assert_eq!(wrong_chunk_calls_of(|_| vec![10..12, 11..20]), 1, "overlap");
+        assert_eq!(wrong_chunk_calls_of(|_| vec![10..15, 16..20]), 1, "a gap");
+        assert_eq!(wrong_chunk_calls_of(|_| vec![11..15, 15..21]), 1, "shifted");
+        // Two doubled and two lost with equal sums (10 + 13 = 11 + 12): the squares differ.
+        assert_eq!(
+            wrong_chunk_calls_of(|_| vec![10..11, 10..11, 13..14, 13..20]),
+            1
+        );
+    }
+
+    #[test]
+    fn sums_up_to_agree_with_adding_one_term_at_a_time() {
+        let (mut sum, mut squares) = (0u64, 0u64);
+        for m in 0..2000_usize {
+            assert_eq!(sums_up_to(m), (sum, squares), "m = {m}");
+            let k = m as u64 + 1;
+            sum = sum.wrapping_add(k);
+            squares = squares.wrapping_add(k.wrapping_mul(k));
+        }
+        // Near the top, where the products wrap: each step adds k and k² modulo 2^64.
+        for m in [usize::MAX - 3, 1 << 40, (1 << 34) + 5] {
+            let ((sum_before, squares_before), (sum_after, squares_after)) =
+                (sums_up_to(m - 1), sums_up_to(m));
+            let k = m as u64;
+            assert_eq!(sum_after.wrapping_sub(sum_before), k, "m = {m}");
+            assert_eq!(
+                squares_after.wrapping_sub(squares_before),
+                k.wrapping_mul(k),
+                "m = {m}"
+            );
+        }
     }
 
     #[test]

@@ -19,6 +19,11 @@
 //! order of additions and any split into chunks. A block lost or added twice by the executor
 //! must fall outside it; the rounding bound grows with `n` while a block's share of π shrinks,
 //! so `prepare` refuses blocks too small for the check to see ([`smallest_visible_block`]).
+//! That still misses a block run twice *in place of* its neighbour where the integrand is flat:
+//! near x = 0 two neighbouring blocks of L trapezoids differ by about 8·(L/n)³, inside the
+//! tolerance of about 1/(3n²) whenever 24·L³ < n (blocks of one, as the pthreads study runs).
+//! So the executor is also checked to cover the blocks exactly once ([`CheckedTasks`], O(1) per
+//! chunk, compared once the loop has returned).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
@@ -30,6 +35,7 @@ use crate::kernel::{
     Kernel, KernelError, ParamSpec, Params, PreparedKernel, RunReport, bad_param, timed,
     wrong_result,
 };
+use crate::kernels::checked_tasks::CheckedTasks;
 use crate::kernels::lock_choice::{self, BACKEND_PARAM, LOCK_PARAM, NO_LOCK, lock_choice};
 
 /// Methods of keeping the shared sum, as accepted by `--method`.
@@ -368,7 +374,17 @@ impl PreparedTrapezoid {
 impl PreparedKernel for PreparedTrapezoid {
     fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
         self.sum.reset();
-        let (integral, elapsed) = timed(exec, || self.integrate(exec))?;
+        let checked = CheckedTasks::new(exec);
+        let (integral, elapsed) = timed(exec, || self.integrate(&checked))?;
+        if checked.wrong_calls() != 0 {
+            return Err(wrong_result(
+                "trapezoid",
+                format!(
+                    "{} integral {integral}: the executor ran a block twice or skipped one",
+                    self.method
+                ),
+            ));
+        }
         if (integral - std::f64::consts::PI).abs() > tolerance(self.n) {
             return Err(wrong_result(
                 "trapezoid",
@@ -493,6 +509,30 @@ mod tests {
             let share = |trapezoids: usize| 2.0 * trapezoids as f64 / n as f64;
             assert!(share(visible) > 2.0 * tolerance(n), "n = {n}");
             assert!(share(visible - 1) <= 2.0 * tolerance(n), "n = {n}");
+        }
+    }
+
+    /// Block 0 run twice in place of block 1: at x = 0 the integrand is flat, so with blocks of
+    /// one the integral stays within the tolerance, and only the coverage check sees it.
+    #[test]
+    fn a_block_run_twice_in_place_of_its_neighbour_fails_the_check() {
+        use crate::kernels::checked_tasks::broken::Order;
+        let mut prepared = Trapezoid
+            .prepare(&Params::new().with("n", "2^20").with("block", "1"), 1)
+            .unwrap();
+        assert!(prepared.run(&Order::RIGHT).is_ok());
+        let doubled = Order {
+            chunks: |range| vec![0..1, 0..1, 2..range.end],
+            ..Order::RIGHT
+        };
+        match prepared.run(&doubled) {
+            Err(KernelError::WrongResult { detail, .. }) => {
+                assert!(
+                    detail.contains("ran a block twice or skipped one"),
+                    "{detail}"
+                );
+            }
+            other => panic!("{:?}", other.map(|_| ())),
         }
     }
 
