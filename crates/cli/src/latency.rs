@@ -8,7 +8,8 @@
 //!
 //! - a table per placement (text or markdown), with the saturation load below it; beside each
 //!   offered load the rate its seeded schedule actually offered (`scheduled`), which is what the
-//!   achieved rate should match while the server keeps up,
+//!   achieved rate should match while the server keeps up, the sojourn time's p50, p95, p99,
+//!   p99.9 and max, and the generator's largest lag (`gen lag ms`),
 //! - CSV or JSON through the sweep's [`Exporter`](crate::export::Exporter)s: one cell per
 //!   placement × load whose raw samples are the sojourn time of every measured request, with the
 //!   queue time, service time and generator lag of every request as metric series (JSON keeps
@@ -976,14 +977,18 @@ fn render(format: ExportFormat, report: &Report, curves: &[MeasuredCurve]) -> Ve
     out
 }
 
-const TABLE_HEADER: [&str; 10] = [
+/// The table's columns; `gen lag ms` is the most the generator was late enqueuing a measured
+/// request (0 when it kept the schedule; see `RequestSample::generator_lag_ns`).
+const TABLE_HEADER: [&str; 12] = [
     "QPS",
     "scheduled",
     "achieved",
     "p50 ms",
     "p95 ms",
     "p99 ms",
+    "p99.9 ms",
     "max ms",
+    "gen lag ms",
     "requests",
     "dropped",
     "state",
@@ -1075,7 +1080,11 @@ fn table_row(point: &PointResult) -> Vec<String> {
         stat(|s| s.p50_ns),
         stat(|s| s.p95_ns),
         stat(|s| s.p99_ns),
+        stat(|s| s.p999_ns),
         stat(|s| s.max_ns),
+        point
+            .generator_lag
+            .map_or_else(|| "-".to_owned(), |lag| millis(lag.max_ns)),
         point.samples.len().to_string(),
         point.dropped.to_string(),
         point
@@ -1349,16 +1358,25 @@ mod tests {
 
     #[test]
     fn tables_show_every_load_and_the_saturation() {
+        // Enqueued 2 ms after its scheduled time: the generator's lag.
         let sample = |index, end_ns| RequestSample {
             index,
             scheduled_ns: 0,
-            enqueued_ns: 0,
-            start_ns: 0,
+            enqueued_ns: 2_000_000,
+            start_ns: 2_000_000,
             end_ns,
         };
         let points = vec![
-            PointResult::from_samples(100.0, vec![sample(1, 1_000_000)], 0, None),
-            PointResult::from_samples(200.0, vec![sample(1, 9_000_000)], 0, None),
+            PointResult::from_samples(100.0, vec![sample(1, 3_000_000)], 0, None),
+            // Sojourn times 3…1002 ms: p99.9 at rank 998.001, 1001.001 ms.
+            PointResult::from_samples(
+                200.0,
+                (1..=1000)
+                    .map(|i| sample(i, 2_000_000 + i as u64 * 1_000_000))
+                    .collect(),
+                0,
+                None,
+            ),
         ];
         let curve = Curve {
             placement: "single".into(),
@@ -1378,7 +1396,21 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "placement single");
         assert!(lines[1].starts_with("QPS  scheduled  achieved"), "{text}");
-        assert!(lines[3].contains("9.000"), "{text}");
+        let header: Vec<&str> = lines[1]
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        let row: Vec<&str> = lines[3].split_whitespace().collect();
+        let column = |name: &str| {
+            let at = header.iter().position(|h| *h == name).expect(name);
+            row[at]
+        };
+        assert_eq!(
+            (column("p99.9 ms"), column("max ms"), column("gen lag ms")),
+            ("1001.001", "1002.000", "2.000"),
+            "{text}"
+        );
         assert_eq!(lines[4], "saturation: 200 QPS");
         let markdown = String::from_utf8(render(
             ExportFormat::Markdown,

@@ -13,7 +13,7 @@
 //!   bounded by backlog and duration ([`Bounds`]) and marked saturated when it hits either.
 //! - [`placement`](Placement): which CPUs the workers and the generator get — one worker, two
 //!   workers on two cores, two on SMT siblings of one core, or an explicit list.
-//! - [`percentile()`]: p50/p95/p99/max by linear interpolation, numpy's default.
+//! - [`percentile()`]: p50/p95/p99/p99.9/max by linear interpolation, numpy's default.
 //! - [`run_curve`] measures a list of loads for one placement and finds the saturation load
 //!   ([`saturation_qps`]): the first load whose p95 exceeds `k ×` the p95 at the lowest load
 //!   ([`DEFAULT_SATURATION_FACTOR`] = 5), or whose run hit a bound.

@@ -35,7 +35,7 @@ pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     Some(sorted[below] + (sorted[above] - sorted[below]) * fraction)
 }
 
-/// p50/p95/p99/max of a set of latencies, in nanoseconds.
+/// p50/p95/p99/p99.9/max of a set of latencies, in nanoseconds.
 ///
 /// ```
 /// use parbench_kernels::latency::LatencySummary;
@@ -54,6 +54,8 @@ pub struct LatencySummary {
     pub p95_ns: f64,
     /// 99th percentile.
     pub p99_ns: f64,
+    /// 99.9th percentile: between the two largest samples unless there are well over 1000.
+    pub p999_ns: f64,
     /// Largest sample.
     pub max_ns: f64,
 }
@@ -68,6 +70,7 @@ impl LatencySummary {
             p50_ns: percentile(&sorted, 50.0)?,
             p95_ns: percentile(&sorted, 95.0)?,
             p99_ns: percentile(&sorted, 99.0)?,
+            p999_ns: percentile(&sorted, 99.9)?,
             max_ns: *sorted.last()?,
         })
     }
@@ -134,5 +137,14 @@ mod tests {
         assert_eq!(summary.p50_ns, 10.0);
         assert!((summary.p95_ns - 91.0).abs() < 1e-9); // rank 1.9 → 10 + 0.9·90
         assert_eq!(summary.max_ns, 100.0);
+        // 1…1000 shuffled: p99.9 at rank 0.999 · 999 = 998.001, between 999 and 1000.
+        let shuffled: Vec<u64> = (1..=1000_u64).map(|i| i * 389 % 1000 + 1).collect();
+        let summary = LatencySummary::from_ns(&shuffled).unwrap();
+        assert!((summary.p99_ns - 990.01).abs() < 1e-9, "{}", summary.p99_ns);
+        assert!(
+            (summary.p999_ns - 999.001).abs() < 1e-9,
+            "{}",
+            summary.p999_ns
+        );
     }
 }
