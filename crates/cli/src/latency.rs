@@ -1271,8 +1271,8 @@ mod tests {
     /// to) leaves the finished curve with the error, for the caller to write.
     #[test]
     fn a_failing_placement_keeps_the_curves_measured_before_it() {
-        // A CPU this process may run on, so that pinning the first placement succeeds; 1023 is
-        // the last a `cpu_set_t` holds (a larger one aborts in `core_affinity`), absent here.
+        // A CPU this process may run on, so that pinning the first placement succeeds, and one
+        // that is absent (the tests skip a machine that has it).
         let allowed = core_affinity::get_core_ids().expect("this process's CPUs");
         if allowed.iter().any(|core| core.id == 1023) {
             println!("SKIPPED: this machine has a CPU 1023");

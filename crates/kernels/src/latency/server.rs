@@ -530,6 +530,9 @@ fn schedule_rate(arrivals_ns: impl Iterator<Item = u64>, fallback: f64) -> f64 {
 
 fn pin_to(cpu: Option<usize>) -> Result<(), LatencyError> {
     match cpu {
+        // A CPU beyond what a cpu_set_t holds is no CPU this process can have; `core_affinity`
+        // would index past its set there, a panic that aborts (it is inside an `extern "C"` call).
+        Some(id) if id >= libc::CPU_SETSIZE as usize => Err(LatencyError::Pin { cpu: id }),
         Some(id) if !core_affinity::set_for_current(core_affinity::CoreId { id }) => {
             Err(LatencyError::Pin { cpu: id })
         }
@@ -621,6 +624,20 @@ mod tests {
 
     use super::*;
     use crate::latency::MonotonicClock;
+
+    /// A CPU number past a cpu_set_t is refused as unpinnable; it aborted the process before.
+    #[test]
+    fn pinning_past_a_cpu_set_is_an_error_not_an_abort() {
+        let cpu = libc::CPU_SETSIZE as usize + 538;
+        // On a thread of its own: a pin that succeeded would stay with the thread.
+        let pinned = std::thread::spawn(move || pin_to(Some(cpu)))
+            .join()
+            .unwrap();
+        assert!(
+            matches!(pinned, Err(LatencyError::Pin { cpu: refused }) if refused == cpu),
+            "{pinned:?}"
+        );
+    }
 
     thread_local! {
         static SIMULATED_NOW_NS: Cell<u64> = const { Cell::new(0) };
