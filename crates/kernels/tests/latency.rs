@@ -29,16 +29,26 @@ fn measure(
     services: &mut [Box<dyn Service>],
     mut on_point: impl FnMut(&PointResult),
 ) -> Result<Curve, LatencyError> {
+    measure_until(config, plan, services, |point| {
+        on_point(point);
+        ControlFlow::Continue(())
+    })
+}
+
+/// [`measure`], ending the curve after a point whose `on_point` breaks.
+fn measure_until(
+    config: &CurveConfig,
+    plan: &PlacementPlan,
+    services: &mut [Box<dyn Service>],
+    on_point: impl FnMut(&PointResult) -> ControlFlow<()>,
+) -> Result<Curve, LatencyError> {
     run_curve(
         &MonotonicClock::new(),
         config,
         plan,
         services,
         false,
-        |point| {
-            on_point(point);
-            ControlFlow::Continue(())
-        },
+        on_point,
     )
 }
 
@@ -287,21 +297,14 @@ fn a_break_from_on_point_ends_the_curve_after_that_point() {
         ..CurveConfig::default()
     };
     let mut seen = Vec::new();
-    let curve = run_curve(
-        &MonotonicClock::new(),
-        &config,
-        &plan,
-        &mut services,
-        false,
-        |point| {
-            seen.push(point.offered_qps);
-            if point.saturated() || seen.len() < 2 {
-                ControlFlow::Continue(())
-            } else {
-                ControlFlow::Break(())
-            }
-        },
-    )
+    let curve = measure_until(&config, &plan, &mut services, |point| {
+        seen.push(point.offered_qps);
+        if point.saturated() || seen.len() < 2 {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(())
+        }
+    })
     .unwrap();
     let measured: Vec<f64> = curve.points.iter().map(|p| p.offered_qps).collect();
     assert_eq!(measured, seen, "every reported point is in the curve");
