@@ -465,7 +465,7 @@ impl CellRun {
                         record_os_metrics(
                             &mut cell.metrics,
                             executor,
-                            created_before,
+                            created_before + outcome.untimed_threads_created,
                             usage_before,
                         );
                     } else {
@@ -499,7 +499,8 @@ impl CellRun {
 
 /// The run's OS-level cost: the share of CPU time spent in the kernel (`sys-time-share`, from
 /// getrusage over the run and its validation, whole process) and, for executors that create
-/// threads while running (`spawn`), how many they created (`threads-created`); and the tree
+/// threads while running (`spawn`), how many they created (`threads-created`, less those the run
+/// reports it created outside its timed section, [`RunReport::untimed_threads_created`]); and the tree
 /// strategy's timespan (`timespan`, µs: calibrated per pool, so per cell and round, and possibly
 /// lowered by the pool's calls; read at the end of the run), which shapes how soon its threads
 /// balance, and what the pool calibrated (`timespan-calibrated`, µs), which shows whether it was
@@ -796,6 +797,7 @@ mod tests {
                 _ => Ok(RunReport {
                     elapsed: std::time::Duration::from_millis(1),
                     metrics: vec![parbench_kernels::Metric::new("ops", 2.0, "op/s")],
+                    untimed_threads_created: 0,
                 }),
             }
         }
@@ -918,6 +920,37 @@ mod tests {
         }
     }
 
+    /// Runs of two loops of two blocks, the second one untimed (as a check after the timed
+    /// section), reported as such.
+    struct CheckedAfterRun;
+
+    impl PreparedKernel for CheckedAfterRun {
+        fn run(&mut self, exec: &dyn Executor) -> Result<RunReport, KernelError> {
+            exec.for_chunks(0..2, &|_| {});
+            let created_before = exec.threads_created();
+            exec.for_chunks(0..2, &|_| {});
+            Ok(RunReport {
+                untimed_threads_created: exec.threads_created() - created_before,
+                ..RunReport::timing(std::time::Duration::from_millis(1))
+            })
+        }
+    }
+
+    #[test]
+    fn threads_created_leaves_out_those_of_untimed_calls() {
+        static CHECKED: TestKernel = TestKernel::new("checked", || Box::new(CheckedAfterRun));
+        let (_, report, _) = sweep_of(&CHECKED, vec![ExecutorKind::Spawn], vec![2], (3, 1, 1));
+        let created = report.cells[0]
+            .metrics
+            .iter()
+            .find(|m| m.name == "threads-created");
+        assert_eq!(
+            created.map(|m| m.values.clone()),
+            Some(vec![1.0; 3]),
+            "the timed loop's one thread beside the caller"
+        );
+    }
+
     /// Runs that record in [`RAN_ON`] which executor ran them; each reports 1 ms.
     struct RecordingRun;
 
@@ -929,6 +962,7 @@ mod tests {
             Ok(RunReport {
                 elapsed: std::time::Duration::from_millis(1),
                 metrics: Vec::new(),
+                untimed_threads_created: 0,
             })
         }
     }
@@ -974,6 +1008,7 @@ mod tests {
             Ok(RunReport {
                 elapsed: std::time::Duration::from_millis(1),
                 metrics: Vec::new(),
+                untimed_threads_created: 0,
             })
         }
     }

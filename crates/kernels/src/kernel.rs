@@ -163,6 +163,10 @@ pub struct RunReport {
     pub elapsed: Duration,
     /// Kernel-specific measurements (operations per second, per-thread start times, …).
     pub metrics: Vec<Metric>,
+    /// Threads the executor created outside the timed section, in calls the run makes only to
+    /// check its executor (`trapezoid`'s coverage check): a sweep's `threads-created` leaves them
+    /// out, so that it counts what the timed section cost.
+    pub untimed_threads_created: u64,
 }
 
 impl RunReport {
@@ -177,6 +181,7 @@ impl RunReport {
         RunReport {
             elapsed,
             metrics: Vec::new(),
+            untimed_threads_created: 0,
         }
     }
 }

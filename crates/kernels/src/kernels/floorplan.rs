@@ -182,7 +182,11 @@ impl PreparedKernel for PreparedFloorplan {
             metrics.push(Metric::new("min-area", plan.area as f64, ""));
         }
         metrics.push(Metric::new("nodes", nodes as f64, ""));
-        Ok(RunReport { elapsed, metrics })
+        Ok(RunReport {
+            elapsed,
+            metrics,
+            untimed_threads_created: 0,
+        })
     }
 }
 

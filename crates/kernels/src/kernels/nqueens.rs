@@ -154,6 +154,7 @@ impl PreparedKernel for PreparedNQueens {
         Ok(RunReport {
             elapsed,
             metrics: vec![Metric::new("solutions", solutions as f64, "")],
+            untimed_threads_created: 0,
         })
     }
 }

@@ -170,7 +170,11 @@ impl PreparedKernel for PreparedQap {
             metrics.push(Metric::new("matches-file-optimum", matches, ""));
         }
         metrics.push(Metric::new("nodes", nodes as f64, ""));
-        Ok(RunReport { elapsed, metrics })
+        Ok(RunReport {
+            elapsed,
+            metrics,
+            untimed_threads_created: 0,
+        })
     }
 }
 

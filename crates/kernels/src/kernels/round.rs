@@ -342,6 +342,7 @@ impl<L: ForkLock> PreparedKernel for PreparedRound<L> {
                     .map(|cpus| Metric::new("table-cpus", cpus as f64, "")),
             )
             .collect(),
+            untimed_threads_created: 0,
         })
     }
 }

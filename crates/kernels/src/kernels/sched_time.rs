@@ -197,7 +197,11 @@ impl PreparedKernel for PreparedSchedTime {
             Metric::new("median-start", ns(starts[starts.len() / 2]), "ns"),
             Metric::new("last-start", ns(starts[starts.len() - 1]), "ns"),
         ];
-        Ok(RunReport { elapsed, metrics })
+        Ok(RunReport {
+            elapsed,
+            metrics,
+            untimed_threads_created: 0,
+        })
     }
 }
 

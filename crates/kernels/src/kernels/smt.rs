@@ -508,6 +508,7 @@ impl PreparedKernel for PreparedStressor {
         Ok(RunReport {
             elapsed,
             metrics: vec![Metric::new("ops-per-sec", rate, "ops/s")],
+            untimed_threads_created: 0,
         })
     }
 }

@@ -133,7 +133,11 @@ impl PreparedKernel for PreparedSpawnCost {
             .into_iter()
             .map(|(count, ns)| Metric::new(format!("create-join-ns@{count}"), ns, "ns"))
             .collect();
-        Ok(RunReport { elapsed, metrics })
+        Ok(RunReport {
+            elapsed,
+            metrics,
+            untimed_threads_created: 0,
+        })
     }
 }
 

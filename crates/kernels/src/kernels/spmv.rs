@@ -219,6 +219,7 @@ impl PreparedKernel for PreparedSpmv {
         Ok(RunReport {
             elapsed,
             metrics: vec![Metric::new("gflops", flops / 1e9, "GFLOP/s")],
+            untimed_threads_created: 0,
         })
     }
 }
