@@ -353,16 +353,15 @@ fn sweep(args: &SweepArgs) -> Result<(), CliError> {
             || "on stdout".to_owned(),
             |output| format!("in {}", output.path().display()),
         );
-        failure = Some(CliError::Interrupted {
+        failure = Some(CliError::interrupted(
             signal,
-            signal_name: parbench_mapper::corun::signal_name(signal).unwrap_or("a signal"),
-            kept: Some(format!(
+            Some(format!(
                 "{} of {} cells kept {place} ({complete} of {} rounds complete)",
                 report.cells.len(),
                 plan.cell_count(),
                 args.rounds
             )),
-        });
+        ));
     }
     // The last write: the report says why it stopped early, if it did.
     if let Some(failure) = &failure {

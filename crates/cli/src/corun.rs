@@ -16,7 +16,7 @@ use std::time::Duration;
 use clap::Args;
 use parbench_mapper::corun::{
     ChildOutput, CommandSpec, CommandStatus, CorunOptions, CorunReport, StopReason, corun,
-    map_running, signal_name, stop_on_termination_signals, stop_signal,
+    map_running, stop_on_termination_signals, stop_signal,
 };
 use parbench_mapper::perf::{CommandProfile, MixSource, ProfileRequest, profile_command};
 use parbench_mapper::tasks::Pid;
@@ -355,14 +355,7 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
                     places.join(" and ")
                 )
             };
-            errors.insert(
-                0,
-                CliError::Interrupted {
-                    signal,
-                    signal_name: signal_name(signal).unwrap_or("a signal"),
-                    kept: Some(kept),
-                },
-            );
+            errors.insert(0, CliError::interrupted(signal, Some(kept)));
         }
         return CliError::all(errors);
     }
@@ -390,11 +383,7 @@ pub fn run(args: &CorunArgs) -> Result<(), CliError> {
                 format!("{} of {planned} runs kept {place}{left_out}", runs.len())
             };
             // A signal ended the runs, so the handlers recorded it.
-            stop_signal().map(|signal| CliError::Interrupted {
-                signal,
-                signal_name: signal_name(signal).unwrap_or("a signal"),
-                kept: Some(kept),
-            })
+            stop_signal().map(|signal| CliError::interrupted(signal, Some(kept)))
         }
         // Nothing was measured: the error alone, as without --compare.
         Some(EarlyEnd::Error(error)) if runs.is_empty() => return Err(error),

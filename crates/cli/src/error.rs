@@ -168,6 +168,15 @@ pub enum CliError {
 }
 
 impl CliError {
+    /// [`CliError::Interrupted`] by `signal`, named as `corun` names it.
+    pub fn interrupted(signal: i32, kept: Option<String>) -> CliError {
+        CliError::Interrupted {
+            signal,
+            signal_name: parbench_mapper::corun::signal_name(signal).unwrap_or("a signal"),
+            kept,
+        }
+    }
+
     /// `Ok` without errors, the error itself for one, [`CliError::Several`] for more: a command
     /// that goes on after a failure to save what it can still reports every failure in one line.
     ///

@@ -22,7 +22,12 @@
 //! ignored (`nohup`'s SIGHUP) stays ignored.
 //!
 //! `latency` measures in its own process, with these handlers: a signal ends it after the load
-//! under way ([`received`] is checked after every load), and it writes the loads it finished.
+//! under way ([`received`] is checked after every load), and it writes the loads it finished. A
+//! load can last up to `--max-duration`, so a second signal ends it at once, with the same
+//! output and exit status ([`watch_signals`] tells it). A sweep needs no second signal: the
+//! first already stops its round at once, and what follows (merging and writing the finished
+//! cells) is brief; a second changes nothing, so both commands end with 128 + the *first*
+//! signal and keep what they finished.
 //!
 //! `corun` stops through the mapper's own handlers instead
 //! (`parbench_mapper::corun::stop_on_termination_signals`), which stop its commands' process
@@ -31,6 +36,7 @@
 //! from `parbench_mapper::corun::stop_signal`.
 
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::process::Child;
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -45,12 +51,31 @@ static RUNNING_CHILD_PIDFD: AtomicI32 = AtomicI32::new(-1);
 /// for it; 0 when there is none.
 static RUNNING_CHILD: AtomicI32 = AtomicI32::new(0);
 
+/// The write end of the pipe [`watch_signals`] reads, on which the handler reports every signal
+/// (a byte each); -1 while nobody watches.
+static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
+
 extern "C" fn on_signal(signal: libc::c_int) {
     // SeqCst on both sides (here: store the signal, then load the child; in `ChildWatch::new`:
     // store the child, then load the signal), so that at least one side sees the other's store:
     // a signal arriving while a child is being published either finds it here or is found
     // there, and the child is killed either way.
     let _ = RECEIVED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+    // SeqCst, as every static shared with this handler (see above).
+    let pipe = SIGNAL_PIPE.load(Ordering::SeqCst);
+    if pipe >= 0 {
+        // SAFETY: reads this thread's errno, restored below (the write may fail, e.g. with
+        // EAGAIN on a full pipe, and the interrupted code may be about to read errno).
+        let saved = unsafe { *libc::__errno_location() };
+        let byte = 1u8;
+        // SAFETY: `write` is async-signal-safe; it reads one byte of ours, `byte`, which lives
+        // until it returns. The pipe is non-blocking, so the handler never waits on it; a
+        // signal lost to a full pipe (thousands unread) would be one the watcher cannot tell
+        // from those before.
+        let _ = unsafe { libc::write(pipe, (&raw const byte).cast(), 1) };
+        // SAFETY: as above.
+        unsafe { *libc::__errno_location() = saved };
+    }
     let pidfd = RUNNING_CHILD_PIDFD.load(Ordering::SeqCst);
     if pidfd >= 0 {
         // SAFETY: reads this thread's errno, restored below (the syscall may fail, see
@@ -176,6 +201,49 @@ pub fn stop_on_signals() -> io::Result<()> {
             return Err(io::Error::last_os_error());
         }
     }
+    Ok(())
+}
+
+/// Calls `each(count)` on a thread of its own for every signal that the handlers of
+/// [`stop_on_signals`] get, `count` numbering them from 1; call it before [`stop_on_signals`],
+/// or the signals before it are not counted. `latency` stops at once on the second ([`run`'s
+/// doc](crate::latency::run)), since the first lets the load under way finish.
+///
+/// The handler cannot do more than write to a pipe (printing, or waking a channel's receiver,
+/// is not async-signal-safe), so a thread of its own reads it and does the rest; it stays blocked
+/// in that read until the process exits.
+///
+/// # Errors
+/// The OS error of `pipe2`, or of starting the thread.
+pub fn watch_signals(mut each: impl FnMut(u32) + Send + 'static) -> io::Result<()> {
+    let mut ends = [-1; 2];
+    // SAFETY: pipe2 writes two descriptors into `ends`, an array of two we own. Close-on-exec:
+    // the commands `latency` starts must not keep it; non-blocking: see `on_signal`.
+    if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: two fresh descriptors of ours, each owned by one OwnedFd alone from here on.
+    let [read_end, write_end] = ends.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) });
+    // The reading end blocks: its thread has nothing else to do.
+    // SAFETY: fcntl on a descriptor we own, setting only its status flags.
+    if unsafe { libc::fcntl(read_end.as_raw_fd(), libc::F_SETFL, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut signals = std::fs::File::from(read_end);
+    std::thread::Builder::new()
+        .name("signals".to_owned())
+        .spawn(move || {
+            let mut count = 0;
+            let mut byte = [0u8; 1];
+            // SA_RESTART resumes the read after our own handler; it ends only on an error.
+            while let Ok(1) = io::Read::read(&mut signals, &mut byte) {
+                count += 1;
+                each(count);
+            }
+        })?;
+    // SeqCst: see `on_signal`. Published only once its reader runs, and never withdrawn: the
+    // pipe lives as long as the process.
+    SIGNAL_PIPE.store(write_end.into_raw_fd(), Ordering::SeqCst);
     Ok(())
 }
 

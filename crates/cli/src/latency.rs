@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use clap::{ArgGroup, Args};
@@ -570,16 +571,31 @@ pub fn measure_curves(
         }
         if let Some(signal) = crate::interruption::received() {
             return Err(MeasureStopped {
-                error: CliError::Interrupted {
-                    signal,
-                    signal_name: parbench_mapper::corun::signal_name(signal).unwrap_or("a signal"),
-                    kept: None,
-                },
+                error: CliError::interrupted(signal, None),
                 curves: done,
             });
         }
     }
     Ok(done)
+}
+
+/// A finished load as [`run`]'s measuring thread reports it.
+struct FinishedLoad {
+    placement: String,
+    point: PointResult,
+    counters: Option<Profile>,
+    curve: Option<MeasuredCurve>,
+}
+
+/// What the thread measuring for [`run`] tells it, and the second signal.
+enum Measuring {
+    /// A finished load, with its placement's curve so far (boxed: a channel's slot is as large
+    /// as its largest message).
+    Point(Box<FinishedLoad>),
+    /// The measurement ended (all loads done, or stopped after one).
+    Ended(Result<Vec<MeasuredCurve>, MeasureStopped>),
+    /// A second signal: stop now, with the loads finished so far.
+    StopNow,
 }
 
 /// A latency measurement that stopped before its end: why, and the curves it measured until then
@@ -604,7 +620,8 @@ impl From<MeasureStopped> for CliError {
 /// [`CliError`] for bad input (unknown service or placement, no placement this machine can host,
 /// bad parameters, an output format that cannot be inferred, an unwritable `--output` or
 /// `--plot`) before anything is measured, or a failing load (after the loads finished before it
-/// were written, as a finished run's are); [`CliError::Interrupted`] likewise after a signal;
+/// were written, as a finished run's are); [`CliError::Interrupted`] likewise after a signal,
+/// which lets the load under way finish, or a second one, which does not (128 + the first);
 /// [`CliError::WrittenElsewhere`] when a file could not be written after measuring (its content
 /// went to a rescue file or stdout).
 pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
@@ -696,32 +713,98 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
             describe_plan(plan, setup.pin),
         );
     }
-    // From here on a signal ends the measurement after the load under way, and the loads
-    // measured until then are written as a finished run's are.
-    crate::interruption::stop_on_signals()
-        .map_err(|e| CliError::Usage(format!("cannot install the signal handlers: {e}")))?;
+    // From here on a signal ends the measurement after the load under way, a second one at once,
+    // and the loads measured until then are written as a finished run's are.
+    let (events, incoming) = mpsc::channel();
+    let on_signal = events.clone();
+    crate::interruption::watch_signals(move |count| {
+        if count == 1 {
+            eprintln!("interrupted: stopping after the load under way (again to stop now)");
+        } else {
+            // Nobody receives once the measurement has ended: nothing is left to stop then.
+            let _ = on_signal.send(Measuring::StopNow);
+        }
+    })
+    .and_then(|()| crate::interruption::stop_on_signals())
+    .map_err(|e| CliError::Usage(format!("cannot install the signal handlers: {e}")))?;
+    // Measured on a thread of its own, so that this one can stop at once with what it got: a
+    // load under way cannot be cut short from inside (its workers may be in a kernel run), and
+    // returning from `main` ends its threads.
+    let setup = Arc::new(setup);
+    let measuring = {
+        let setup = Arc::clone(&setup);
+        std::thread::Builder::new()
+            .name("latency".to_owned())
+            .spawn(move || {
+                let measured = measure_curves(&setup, |plan, point, counters, done| {
+                    let _ = events.send(Measuring::Point(Box::new(FinishedLoad {
+                        placement: plan.name.clone(),
+                        point: point.clone(),
+                        counters: counters.cloned(),
+                        curve: done.last().cloned(),
+                    })));
+                });
+                let _ = events.send(Measuring::Ended(measured));
+            })
+            .map_err(|e| CliError::Usage(format!("cannot start measuring: {e}")))?
+    };
     let mut current: Option<String> = None;
-    let measured = measure_curves(&setup, |plan, point, counters, done| {
-        if !args.quiet && current.as_deref() != Some(plan.name.as_str()) {
-            eprintln!("{}", describe_plan(plan, setup.pin));
-            current = Some(plan.name.clone());
+    // The placements measured so far, each with its finished loads.
+    let mut done: Vec<MeasuredCurve> = Vec::new();
+    let measured = loop {
+        let Ok(event) = incoming.recv() else {
+            // The measuring thread ended without a word: it panicked; so does this one, as it
+            // did when it measured itself.
+            match measuring.join() {
+                Err(panic) => std::panic::resume_unwind(panic),
+                Ok(()) => unreachable!("the measuring thread always says how it ended"),
+            }
+        };
+        let load = match event {
+            Measuring::Ended(measured) => break measured,
+            Measuring::StopNow => {
+                let signal = crate::interruption::received().unwrap_or(libc::SIGINT);
+                break Err(MeasureStopped {
+                    error: CliError::interrupted(signal, None),
+                    curves: done,
+                });
+            }
+            Measuring::Point(load) => *load,
+        };
+        let FinishedLoad {
+            placement,
+            point,
+            counters,
+            curve,
+        } = load;
+        if !args.quiet && current.as_deref() != Some(placement.as_str()) {
+            if let Some(plan) = setup.plans.iter().find(|plan| plan.name == placement) {
+                eprintln!("{}", describe_plan(plan, setup.pin));
+            }
+            current = Some(placement.clone());
         }
         if !args.quiet {
-            eprintln!("  {}", describe_point(point));
+            eprintln!("  {}", describe_point(&point));
         }
-        let mut cell = point_cell(kernel.name(), &plan.name, point);
-        if let Some(profile) = counters {
+        if let Some(curve) = curve {
+            match done.last_mut() {
+                Some(last) if last.curve.placement == curve.curve.placement => *last = curve,
+                _ => done.push(curve),
+            }
+        }
+        let mut cell = point_cell(kernel.name(), &placement, &point);
+        if let Some(profile) = &counters {
             cell.metrics.extend(counter_series(profile));
         }
         report.cells.push(cell);
         if let Some((file, format)) = &mut output {
-            if let Some(line) = file.snapshot(&render(*format, &report, done)) {
+            if let Some(line) = file.snapshot(&render(*format, &report, &done)) {
                 if !args.quiet {
                     eprintln!("{line}");
                 }
             }
         }
-    });
+    };
     let (curves, failure) = match measured {
         Ok(curves) => (curves, None),
         Err(MeasureStopped { error, curves }) => (curves, Some(error)),

@@ -335,11 +335,7 @@ pub fn run_round_in_child(
     *partial = report;
     if let Some(signal) = crate::interruption::received() {
         // Killed for the sweep's interruption, which the caller reports.
-        return Err(CliError::Interrupted {
-            signal,
-            signal_name: parbench_mapper::corun::signal_name(signal).unwrap_or("a signal"),
-            kept: None,
-        });
+        return Err(CliError::interrupted(signal, None));
     }
     let mut error = failure(round, status, last_words);
     if let CliError::RoundFailed {

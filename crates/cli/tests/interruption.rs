@@ -673,3 +673,102 @@ fn an_interrupted_latency_prints_the_loads_it_finished_and_exits_with_the_signal
     );
     assert!(reported < 20, "stopped early: {err}");
 }
+
+/// `latency` stopped by a second Ctrl-C during a load that would last far longer than the test
+/// waits (160 000 requests of 1000 matmul runs each, queued within 0.16 s, with no bound that
+/// ends the load early): it stops at once, prints the load it finished as its table, says so
+/// in one error line and exits with 128 + SIGINT, as after one Ctrl-C.
+#[test]
+fn a_second_ctrl_c_stops_latency_at_once_with_the_loads_it_finished() {
+    use std::io::{BufRead, BufReader, Read};
+    let dir = fresh_dir("latency-twice");
+    let args = [
+        "latency",
+        "--service",
+        "matmul",
+        "--n",
+        "16",
+        "--placement",
+        "single",
+        "--no-pin",
+        "--qps",
+        "10,1000000",
+        "--scale-with-qps",
+        "0.01",
+        "--runs-per-request",
+        "1000",
+        "--max-backlog",
+        "1000000",
+        "--max-duration",
+        "86400",
+    ]
+    .map(OsStr::new);
+    let mut latency = start_cli(args, &dir);
+    let mut stdout = latency.stdout.take().expect("piped stdout");
+    let reading = std::thread::spawn(move || {
+        let mut out = String::new();
+        stdout.read_to_string(&mut out).expect("stdout is text");
+        out
+    });
+    // Its stderr line by line, so that waiting for a line can time out.
+    let stderr = BufReader::new(latency.stderr.take().expect("piped stderr"));
+    let (lines, incoming) = std::sync::mpsc::channel();
+    let reading_err = std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let mut err = String::new();
+    // Generous: the load under way needs 160 000 × 1000 matmul runs, minutes at the least.
+    let bound = Duration::from_secs(60);
+    // Waits for a line containing `wanted`, or with `None` for the end of its stderr.
+    let mut wait_for = |wanted: Option<&str>, latency: &mut Child| {
+        let deadline = Instant::now() + bound;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match incoming.recv_timeout(left) {
+                Ok(line) => {
+                    err.push_str(&line);
+                    err.push('\n');
+                    if wanted.is_some_and(|wanted| line.contains(wanted)) {
+                        return;
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    let _ = latency.kill();
+                    let _ = latency.wait();
+                    panic!("latency still ran {bound:?} later, waited for {wanted:?}: {err}");
+                }
+                // Its stderr closed: it ended.
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    assert!(wanted.is_none(), "latency ended before {wanted:?}: {err}");
+                    return;
+                }
+            }
+        }
+    };
+    wait_for(Some("QPS offered"), &mut latency);
+    send(&latency, libc::SIGINT, true);
+    // Two signals pending at once would be delivered once: wait until the first was handled.
+    wait_for(Some("again to stop now"), &mut latency);
+    send(&latency, libc::SIGINT, true);
+    // Until its stderr closes, when it ends.
+    wait_for(None, &mut latency);
+    let status = latency.wait().expect("latency ends");
+    reading_err.join().expect("stderr read");
+    let out = reading.join().expect("stdout read");
+    assert_eq!(status.code(), Some(130), "{err}");
+    let reported = err.lines().filter(|l| l.contains("QPS offered")).count();
+    assert_eq!(reported, 1, "only the first load finished: {err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(
+        errors,
+        ["error: interrupted by SIGINT: 1 loads kept on stdout"],
+        "one error line: {err}"
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.first(), Some(&"placement single"), "{out}");
+    // Heading, column names, the finished load's row, the saturation line.
+    assert_eq!(lines.len(), 4, "the finished load printed: {out}");
+    assert!(lines[2].trim_start().starts_with("10 "), "{out}");
+}
