@@ -619,30 +619,18 @@ fn an_interrupted_corun_prints_its_report_and_exits_with_the_signal() {
 #[test]
 fn an_interrupted_latency_prints_the_loads_it_finished_and_exits_with_the_signal() {
     use std::io::{BufRead, BufReader, Read};
-    let dir = fresh_dir("latency");
     // 20 loads of 0.32 s of arrivals each: far from done when the first one is reported.
-    let args = [
+    let (mut latency, reading) = start_latency(
         "latency",
-        "--service",
-        "matmul",
-        "--n",
-        "8",
-        "--placement",
-        "single",
-        "--no-pin",
-        "--qps-range",
-        "200:4000:200",
-        "--scale-with-qps",
-        "0.02",
-    ]
-    .map(OsStr::new);
-    let mut latency = start_cli(args, &dir);
-    let mut stdout = latency.stdout.take().expect("piped stdout");
-    let reading = std::thread::spawn(move || {
-        let mut out = String::new();
-        stdout.read_to_string(&mut out).expect("stdout is text");
-        out
-    });
+        &[
+            "--n",
+            "8",
+            "--qps-range",
+            "200:4000:200",
+            "--scale-with-qps",
+            "0.02",
+        ],
+    );
     let mut stderr = BufReader::new(latency.stderr.take().expect("piped stderr"));
     let mut err = String::new();
     loop {
@@ -658,6 +646,35 @@ fn an_interrupted_latency_prints_the_loads_it_finished_and_exits_with_the_signal
     stderr.read_to_string(&mut err).expect("stderr is text");
     let status = latency.wait().expect("latency ends");
     let out = reading.join().expect("stdout read");
+    let reported = assert_kept_on_stdout(status, &err, &out);
+    assert!(reported < 20, "stopped early: {err}");
+}
+
+/// Starts `parbench-cli latency` of matmul on one unpinned worker with `args`, in a fresh
+/// directory `name`; returns it and the thread reading its stdout.
+fn start_latency(name: &str, args: &[&str]) -> (Child, std::thread::JoinHandle<String>) {
+    use std::io::Read;
+    let common = [
+        "latency",
+        "--service",
+        "matmul",
+        "--placement",
+        "single",
+        "--no-pin",
+    ];
+    let mut latency = start_cli(common.iter().chain(args).map(OsStr::new), &fresh_dir(name));
+    let mut stdout = latency.stdout.take().expect("piped stdout");
+    let reading = std::thread::spawn(move || {
+        let mut out = String::new();
+        stdout.read_to_string(&mut out).expect("stdout is text");
+        out
+    });
+    (latency, reading)
+}
+
+/// Checks what an interrupted `latency` without `--output` leaves: exit 128 + SIGINT, one error
+/// line saying how many loads were kept, and their table on stdout; returns that count.
+fn assert_kept_on_stdout(status: std::process::ExitStatus, err: &str, out: &str) -> usize {
     assert_eq!(status.code(), Some(130), "{err}");
     let reported = err.lines().filter(|l| l.contains("QPS offered")).count();
     let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
@@ -671,7 +688,7 @@ fn an_interrupted_latency_prints_the_loads_it_finished_and_exits_with_the_signal
         reported + 3,
         "every finished load printed: {out}"
     );
-    assert!(reported < 20, "stopped early: {err}");
+    reported
 }
 
 /// `latency` stopped by a second Ctrl-C during a load that would last far longer than the test
@@ -680,36 +697,24 @@ fn an_interrupted_latency_prints_the_loads_it_finished_and_exits_with_the_signal
 /// in one error line and exits with 128 + SIGINT, as after one Ctrl-C.
 #[test]
 fn a_second_ctrl_c_stops_latency_at_once_with_the_loads_it_finished() {
-    use std::io::{BufRead, BufReader, Read};
-    let dir = fresh_dir("latency-twice");
-    let args = [
-        "latency",
-        "--service",
-        "matmul",
-        "--n",
-        "16",
-        "--placement",
-        "single",
-        "--no-pin",
-        "--qps",
-        "10,1000000",
-        "--scale-with-qps",
-        "0.01",
-        "--runs-per-request",
-        "1000",
-        "--max-backlog",
-        "1000000",
-        "--max-duration",
-        "86400",
-    ]
-    .map(OsStr::new);
-    let mut latency = start_cli(args, &dir);
-    let mut stdout = latency.stdout.take().expect("piped stdout");
-    let reading = std::thread::spawn(move || {
-        let mut out = String::new();
-        stdout.read_to_string(&mut out).expect("stdout is text");
-        out
-    });
+    use std::io::{BufRead, BufReader};
+    let (mut latency, reading) = start_latency(
+        "latency-twice",
+        &[
+            "--n",
+            "16",
+            "--qps",
+            "10,1000000",
+            "--scale-with-qps",
+            "0.01",
+            "--runs-per-request",
+            "1000",
+            "--max-backlog",
+            "1000000",
+            "--max-duration",
+            "86400",
+        ],
+    );
     // Its stderr line by line, so that waiting for a line can time out.
     let stderr = BufReader::new(latency.stderr.take().expect("piped stderr"));
     let (lines, incoming) = std::sync::mpsc::channel();
@@ -757,18 +762,8 @@ fn a_second_ctrl_c_stops_latency_at_once_with_the_loads_it_finished() {
     let status = latency.wait().expect("latency ends");
     reading_err.join().expect("stderr read");
     let out = reading.join().expect("stdout read");
-    assert_eq!(status.code(), Some(130), "{err}");
-    let reported = err.lines().filter(|l| l.contains("QPS offered")).count();
+    let reported = assert_kept_on_stdout(status, &err, &out);
     assert_eq!(reported, 1, "only the first load finished: {err}");
-    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
-    assert_eq!(
-        errors,
-        ["error: interrupted by SIGINT: 1 loads kept on stdout"],
-        "one error line: {err}"
-    );
-    let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.first(), Some(&"placement single"), "{out}");
-    // Heading, column names, the finished load's row, the saturation line.
-    assert_eq!(lines.len(), 4, "the finished load printed: {out}");
-    assert!(lines[2].trim_start().starts_with("10 "), "{out}");
+    let row = out.lines().nth(2).unwrap_or_default();
+    assert!(row.trim_start().starts_with("10 "), "{out}");
 }
