@@ -224,6 +224,232 @@ pub(crate) mod broken {
             (self.tasks)(n).into_iter().try_for_each(task)
         }
     }
+
+    /// The executor entry points a kernel can call (through [`crate::par_chunks_mut`],
+    /// [`crate::parallel_sum`] and [`crate::parallel_for`] too, which a [`Faulty`] executor runs
+    /// through [`Executor::for_chunks`]).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    pub(crate) enum Entry {
+        Chunks,
+        Tasks,
+        Join,
+    }
+
+    /// Where in a call's pieces (the indices of a `for_chunks` range, the tasks of a
+    /// `for_each_task` call) a fault strikes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum At {
+        First,
+        Middle,
+        Last,
+    }
+
+    /// What a [`Faulty`] executor does wrong in the call it breaks.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum Fault {
+        /// One piece runs twice in place of its neighbour: the first in place of the second,
+        /// the last in place of the one before it, the one before the middle in place of the
+        /// middle one. A call of one piece runs it twice.
+        Doubled(At),
+        /// One piece never runs.
+        Skipped(At),
+        /// Every piece runs once, then the first once more.
+        Again,
+        /// `join` runs its first closure twice and its second never.
+        JoinFirstTwice,
+        /// `join` runs its second closure twice and its first never.
+        JoinSecondTwice,
+    }
+
+    impl Fault {
+        /// Every fault of `for_chunks` and `for_each_task` calls.
+        pub(crate) const OF_PIECES: [Fault; 7] = [
+            Fault::Doubled(At::First),
+            Fault::Doubled(At::Middle),
+            Fault::Doubled(At::Last),
+            Fault::Skipped(At::First),
+            Fault::Skipped(At::Middle),
+            Fault::Skipped(At::Last),
+            Fault::Again,
+        ];
+        /// Every fault of `join` calls.
+        pub(crate) const OF_JOIN: [Fault; 2] = [Fault::JoinFirstTwice, Fault::JoinSecondTwice];
+
+        /// The pieces `0..n` as this fault runs them; `None` if it cannot apply to `n` pieces.
+        pub(crate) fn pieces(self, n: usize) -> Option<Vec<usize>> {
+            if n == 0 {
+                return None;
+            }
+            let mut pieces: Vec<usize> = (0..n).collect();
+            let position = |at| match at {
+                At::First => 0,
+                At::Middle => n / 2,
+                At::Last => n - 1,
+            };
+            match self {
+                Fault::Doubled(_) if n == 1 => pieces.push(0),
+                Fault::Doubled(at) => {
+                    let (victim, twice) = match at {
+                        At::First => (1, 0),
+                        At::Middle => (n / 2, n / 2 - 1),
+                        At::Last => (n - 2, n - 1),
+                    };
+                    pieces[victim] = twice;
+                }
+                Fault::Skipped(at) => {
+                    pieces.remove(position(at));
+                }
+                Fault::Again => pieces.push(0),
+                Fault::JoinFirstTwice | Fault::JoinSecondTwice => return None,
+            }
+            Some(pieces)
+        }
+    }
+
+    /// One call a [`Faulty`] executor saw: its entry point, and whether it was made from inside
+    /// another call's piece.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) struct Call {
+        pub(crate) entry: Entry,
+        pub(crate) nested: bool,
+    }
+
+    /// Runs everything on the calling thread, right except for the `call`-th call (counting from
+    /// 0) of `entry`, which it breaks by `fault`; it logs every call it sees. With `fault: None`
+    /// it is a correct executor, run to learn the calls a kernel makes.
+    pub(crate) struct Faulty {
+        threads: usize,
+        fault: Option<(Entry, usize, Fault)>,
+        /// Calls of each entry point so far, by `Entry as usize`.
+        seen: [AtomicU64; 3],
+        /// Pieces now running (a call made while it is above 0 is nested).
+        depth: AtomicU64,
+        /// Whether the fault has struck (it cannot in a call of no pieces).
+        struck: std::sync::atomic::AtomicBool,
+        log: std::sync::Mutex<Vec<Call>>,
+    }
+
+    impl Faulty {
+        /// A correct executor that says it has `threads` threads.
+        pub(crate) fn right(threads: usize) -> Self {
+            Faulty {
+                threads,
+                fault: None,
+                seen: Default::default(),
+                depth: AtomicU64::new(0),
+                struck: Default::default(),
+                log: Default::default(),
+            }
+        }
+
+        /// Breaks the `call`-th call of `entry` by `fault`.
+        pub(crate) fn breaking(threads: usize, entry: Entry, call: usize, fault: Fault) -> Self {
+            Faulty {
+                fault: Some((entry, call, fault)),
+                ..Faulty::right(threads)
+            }
+        }
+
+        /// Whether the fault struck: some call ran the wrong pieces.
+        pub(crate) fn struck(&self) -> bool {
+            self.struck.load(Relaxed)
+        }
+
+        /// Every call so far, in the order they were made.
+        pub(crate) fn calls(&self) -> Vec<Call> {
+            self.log
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        }
+
+        /// Logs a call of `entry` and returns the fault to break it by, if any.
+        fn enter(&self, entry: Entry) -> Option<Fault> {
+            let nested = self.depth.load(Relaxed) > 0;
+            self.log
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(Call { entry, nested });
+            // Relaxed: everything runs on one thread.
+            let index = self.seen[entry as usize].fetch_add(1, Relaxed) as usize;
+            match self.fault {
+                Some((e, call, fault)) if e == entry && call == index => Some(fault),
+                _ => None,
+            }
+        }
+
+        /// The pieces `0..n` of a call broken by `fault`, if any, as they run.
+        fn pieces(&self, n: usize, fault: Option<Fault>) -> Vec<usize> {
+            match fault.and_then(|fault| fault.pieces(n)) {
+                Some(pieces) => {
+                    self.struck.store(true, Relaxed);
+                    pieces
+                }
+                None => (0..n).collect(),
+            }
+        }
+
+        fn inside<T>(&self, piece: impl FnOnce() -> T) -> T {
+            self.depth.fetch_add(1, Relaxed);
+            let value = piece();
+            self.depth.fetch_sub(1, Relaxed);
+            value
+        }
+    }
+
+    impl Executor for Faulty {
+        fn kind(&self) -> ExecutorKind {
+            ExecutorKind::Seq
+        }
+        fn threads(&self) -> usize {
+            self.threads
+        }
+        fn for_chunks(&self, range: Range<usize>, body: &(dyn Fn(Range<usize>) + Sync)) {
+            let fault = self.enter(Entry::Chunks);
+            let indices = self.pieces(range.len(), fault);
+            // Consecutive indices run as one chunk, so a right call is one chunk, and a broken
+            // one as few as its fault allows.
+            let mut k = 0;
+            while k < indices.len() {
+                let start = indices[k];
+                let mut end = start + 1;
+                k += 1;
+                while k < indices.len() && indices[k] == end {
+                    end += 1;
+                    k += 1;
+                }
+                self.inside(|| body(range.start + start..range.start + end));
+            }
+        }
+        fn join(
+            &self,
+            a: &mut (dyn FnMut() + Send),
+            b: &mut (dyn FnMut() + Send),
+        ) -> Result<(), ExecutorError> {
+            let fault = self.enter(Entry::Join);
+            let (first_runs, second_runs) = match fault {
+                Some(Fault::JoinFirstTwice) => (2, 0),
+                Some(Fault::JoinSecondTwice) => (0, 2),
+                _ => (1, 1),
+            };
+            if (first_runs, second_runs) != (1, 1) {
+                self.struck.store(true, Relaxed);
+            }
+            (0..first_runs).for_each(|_| self.inside(&mut *a));
+            (0..second_runs).for_each(|_| self.inside(&mut *b));
+            Ok(())
+        }
+        fn for_each_task(
+            &self,
+            n: usize,
+            task: &(dyn Fn(usize) -> Result<(), ExecutorError> + Sync),
+        ) -> Result<(), ExecutorError> {
+            let fault = self.enter(Entry::Tasks);
+            self.pieces(n, fault)
+                .into_iter()
+                .try_for_each(|index| self.inside(|| task(index)))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -272,6 +498,53 @@ mod tests {
             wrong_chunk_calls_of(|_| vec![10..11, 10..11, 13..14, 13..20]),
             1
         );
+    }
+
+    #[test]
+    fn faults_run_the_pieces_they_say() {
+        use super::broken::{At, Fault};
+        let of_five = |fault: Fault| fault.pieces(5).unwrap();
+        assert_eq!(of_five(Fault::Doubled(At::First)), [0, 0, 2, 3, 4]);
+        assert_eq!(of_five(Fault::Doubled(At::Middle)), [0, 1, 1, 3, 4]);
+        assert_eq!(of_five(Fault::Doubled(At::Last)), [0, 1, 2, 4, 4]);
+        assert_eq!(of_five(Fault::Skipped(At::First)), [1, 2, 3, 4]);
+        assert_eq!(of_five(Fault::Skipped(At::Middle)), [0, 1, 3, 4]);
+        assert_eq!(of_five(Fault::Skipped(At::Last)), [0, 1, 2, 3]);
+        assert_eq!(of_five(Fault::Again), [0, 1, 2, 3, 4, 0]);
+        assert_eq!(Fault::Doubled(At::Last).pieces(1), Some(vec![0, 0]));
+        assert_eq!(Fault::Skipped(At::Middle).pieces(1), Some(vec![]));
+        assert_eq!(Fault::Again.pieces(0), None, "nothing to break");
+        for fault in Fault::OF_PIECES {
+            assert_ne!(fault.pieces(3), Some(vec![0, 1, 2]), "{fault:?}");
+        }
+        for fault in Fault::OF_JOIN {
+            assert_eq!(fault.pieces(5), None, "{fault:?} only breaks join");
+        }
+    }
+
+    #[test]
+    fn a_faulty_executor_breaks_only_the_call_it_is_told_to() {
+        use super::broken::{At, Entry, Fault, Faulty};
+        let exec = Faulty::breaking(1, Entry::Chunks, 1, Fault::Doubled(At::First));
+        let chunks = std::sync::Mutex::new(Vec::new());
+        for _ in 0..3 {
+            exec.for_chunks(10..14, &|chunk| {
+                chunks.lock().unwrap().push(chunk.clone());
+                exec.for_each_task(1, &|_| Ok(())).unwrap();
+            });
+        }
+        assert!(exec.struck());
+        assert_eq!(
+            chunks.into_inner().unwrap(),
+            [10..14, 10..11, 10..11, 12..14, 10..14]
+        );
+        let calls = exec.calls();
+        assert_eq!(calls.len(), 3 + 5);
+        assert!(calls.iter().all(|c| c.nested == (c.entry == Entry::Tasks)));
+        let (mut first, mut second) = (0, 0);
+        let exec = Faulty::breaking(1, Entry::Join, 0, Fault::JoinSecondTwice);
+        exec.join(&mut || first += 1, &mut || second += 1).unwrap();
+        assert_eq!((first, second), (0, 2));
     }
 
     #[test]

@@ -6,6 +6,11 @@
 //! throughput. The array is `AtomicU64` accessed with `Relaxed` loads and stores (plain moves on
 //! x86-64): within one level every iteration touches its own two elements, and the join at the end
 //! of each loop orders one level before the next.
+//!
+//! Validation: every element against a sequential scan, and the up-sweep's total (the last element
+//! before the down-sweep clears it) against the input's sum. The exclusive result never reads the
+//! up-sweep's right spine (the last node of each level), so without the total a node there lost
+//! or run twice would go unseen.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -60,6 +65,7 @@ impl Kernel for Scan {
         }
         let mut rng = SplitMix64::new(0x5EED_0003);
         let input: Vec<u64> = (0..n).map(|_| rng.next_u64() >> 8).collect();
+        let total = input.iter().fold(0u64, |sum, &x| sum.wrapping_add(x));
         let expected = input
             .iter()
             .scan(0u64, |acc, &x| {
@@ -72,6 +78,7 @@ impl Kernel for Scan {
         Ok(Box::new(PreparedScan {
             input,
             expected,
+            total,
             data,
         }))
     }
@@ -80,6 +87,8 @@ impl Kernel for Scan {
 struct PreparedScan {
     input: Vec<u64>,
     expected: Vec<u64>,
+    /// The sum of `input`, which the up-sweep leaves in the last element.
+    total: u64,
     data: Vec<AtomicU64>,
 }
 
@@ -90,7 +99,7 @@ impl PreparedKernel for PreparedScan {
         }
         let a = &self.data;
         let n = a.len();
-        let ((), elapsed) = timed(exec, || {
+        let (total, elapsed) = timed(exec, || {
             let mut stride = 2;
             while stride <= n {
                 exec.for_chunks(0..n / stride, &|nodes| {
@@ -105,6 +114,10 @@ impl PreparedKernel for PreparedScan {
                 });
                 stride *= 2;
             }
+            // The up-sweep's last element (the right spine of its tree) is overwritten here and
+            // never read again: kept to be checked, or the last node of every up-sweep level
+            // could be lost or doubled without changing the result.
+            let total = a[n - 1].load(Relaxed);
             a[n - 1].store(0, Relaxed);
             while stride > 2 {
                 stride /= 2;
@@ -119,7 +132,14 @@ impl PreparedKernel for PreparedScan {
                     }
                 });
             }
+            total
         })?;
+        if total != self.total {
+            return Err(wrong_result(
+                "scan",
+                format!("up-sweep total {total} instead of {}", self.total),
+            ));
+        }
         if let Some(i) = (0..n).find(|&i| a[i].load(Relaxed) != self.expected[i]) {
             return Err(wrong_result(
                 "scan",
@@ -131,5 +151,30 @@ impl PreparedKernel for PreparedScan {
             ));
         }
         Ok(RunReport::timing(elapsed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::checked_tasks::broken::{At, Entry, Fault, Faulty};
+
+    /// The last up-sweep loop (one node, the root) is call log2 n − 1; its node lost or run
+    /// twice changes only the total, which the exclusive result never reads.
+    #[test]
+    fn the_up_sweeps_root_lost_or_doubled_is_caught() {
+        let mut scan = Scan.prepare(&Params::new().with("n", "2^6"), 1).unwrap();
+        assert!(scan.run(&Faulty::right(1)).is_ok());
+        for fault in [Fault::Skipped(At::First), Fault::Again] {
+            let exec = Faulty::breaking(1, Entry::Chunks, 5, fault);
+            let result = scan.run(&exec);
+            assert!(exec.struck());
+            assert!(
+                matches!(&result, Err(KernelError::WrongResult { detail, .. })
+                    if detail.starts_with("up-sweep total")),
+                "{fault:?}: {:?}",
+                result.map(|_| ())
+            );
+        }
     }
 }
