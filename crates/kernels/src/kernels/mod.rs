@@ -13,6 +13,8 @@ pub(crate) mod rng;
 pub(crate) mod round;
 pub(crate) mod scan;
 pub(crate) mod sched_time;
+#[cfg(test)]
+mod self_checks;
 pub(crate) mod shared_atomics;
 pub(crate) mod shared_minimum;
 pub(crate) mod smt;
