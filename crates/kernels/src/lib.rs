@@ -13,6 +13,30 @@
 //!
 //! [`registry()`] lists every kernel; [`find_kernel`] looks one up by name.
 //!
+//! # What each kernel checks
+//!
+//! A check must catch an executor that loses work, runs it twice, or runs one piece in place of
+//! another, not only a wrong total. A unit test (`kernels/self_checks.rs`) runs every kernel on an
+//! executor that breaks one call (the first, later ones, nested ones) of `for_chunks` or
+//! `for_each_task` by each of: a piece (an index of the range, a task) run twice in place of its
+//! neighbour at the start, middle or end; a piece skipped there; every piece run and then the
+//! first again. Every such run must be a [`KernelError::WrongResult`], except the faults listed
+//! below as not caught, which the test asserts are exactly the ones missed. No kernel calls
+//! [`Executor::join`]; the test breaks its calls too (one side twice, the other never), should one.
+//!
+//! | kernel | checks | not caught |
+//! |---|---|---|
+//! | `spmv-*`, `matmul`, `transpose` | every output element against a sequential result; the output is reset (NaN, `u32::MAX`) before each run | a chunk run again: [`par_chunks_mut`] runs a chunk at most once, so no work is doubled |
+//! | `reduce` | the sum against a sequential sum | — |
+//! | `scan` | every element against a sequential scan, and the up-sweep's total against the input's sum (the result never reads the up-sweep's last node of each level) | — |
+//! | `sched-time` | a count and checksum of the loop's iterations (a scheduler's own probe reports none) | — |
+//! | `trapezoid` | π within a tolerance; each block run once, checked in a second, untimed call | in the timed call, at blocks of one, a block in place of its neighbour (below the tolerance's rounding bound), unless the check's call is broken too |
+//! | `spawn-cost` | a count and checksum of the tasks run | — |
+//! | `fp-add` … `load-dep` | each task's result, and no task run twice | — |
+//! | `nqueens` | the solution count, and a checksum of the boards the cutoff-level tasks searched | — |
+//! | `qap`, `floorplan` | every task call ran each of its tasks once (in the timed call), the optimum | — |
+//! | `round` | each philosopher's meals and each fork's uses | — |
+//!
 //! ```
 //! use parbench_kernels::{find_kernel, ExecutorKind, Params, PinPolicy};
 //!

@@ -137,7 +137,7 @@ const EXEMPT: &[Exempt] = &[
     // The timed call is checked only against the tolerance: the coverage check runs in the
     // second, untimed call (call 1, whose faults are all caught), to keep its atomics out of the
     // section that measures the methods' critical sections (trapezoid's module doc). A block of
-    // one run in place of its neighbour changes the integral by about h²·|f'| ≤ 2/n² (8/n³ near
+    // one run in place of its neighbour changes the integral by about h²·|f'| ≤ 2.6/n² (8/n³ near
     // x = 0), below the tolerance's rounding bound 4·n·ε at n = 2^18; a lost block (≥ 2/n) is
     // caught. An executor that breaks only the timed call and never the check's goes unseen.
     Exempt {
