@@ -34,6 +34,14 @@ const fn case(kernel: &'static str, entries: &'static [Entry], nested: bool) -> 
     }
 }
 
+/// An SMT-bench stressor: one task per thread, so three, to have a neighbour in the middle.
+const fn stressor(kernel: &'static str) -> Case {
+    Case {
+        threads: 3,
+        ..case(kernel, TASKS, false)
+    }
+}
+
 const CHUNKS: &[Entry] = &[Entry::Chunks];
 const TASKS: &[Entry] = &[Entry::Tasks];
 
@@ -56,38 +64,14 @@ const CASES: &[Case] = &[
         ..case("trapezoid", CHUNKS, false)
     },
     case("spawn-cost", TASKS, false),
-    Case {
-        threads: 3,
-        ..case("fp-add", TASKS, false)
-    },
-    Case {
-        threads: 3,
-        ..case("fp-mul", TASKS, false)
-    },
-    Case {
-        threads: 3,
-        ..case("fp-div", TASKS, false)
-    },
-    Case {
-        threads: 3,
-        ..case("int-add", TASKS, false)
-    },
-    Case {
-        threads: 3,
-        ..case("int-mul", TASKS, false)
-    },
-    Case {
-        threads: 3,
-        ..case("int-div", TASKS, false)
-    },
-    Case {
-        threads: 3,
-        ..case("branch", TASKS, false)
-    },
-    Case {
-        threads: 3,
-        ..case("load-dep", TASKS, false)
-    },
+    stressor("fp-add"),
+    stressor("fp-mul"),
+    stressor("fp-div"),
+    stressor("int-add"),
+    stressor("int-mul"),
+    stressor("int-div"),
+    stressor("branch"),
+    stressor("load-dep"),
     case("nqueens", TASKS, true),
     case("qap", TASKS, true),
     case("floorplan", TASKS, true),
