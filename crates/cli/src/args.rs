@@ -75,6 +75,9 @@ pub struct SweepRoundArgs {
 pub struct SweepArgs {
     /// Thread counts, e.g. `1,2,4` or `1-4` [default: 1, 2, 4, … below the available cores, then
     /// the available cores].
+    ///
+    /// A count past what this process can start (the OS's thread limits, as the pools check them)
+    /// is refused before anything runs, for every scheduler: `seq`, which starts no thread, too.
     #[arg(long, value_name = "LIST", value_parser = parse_thread_counts)]
     pub threads: Option<ThreadCounts>,
     /// Kernels to run, comma-separated [default: the default suite; see `list`].

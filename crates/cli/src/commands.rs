@@ -551,6 +551,10 @@ fn sweep_error(error: SweepError) -> CliError {
 /// Refuses, before anything runs, a thread count this process cannot start: past the OS's limits
 /// thread creation can abort the whole process instead of failing. An interleaved sweep needs the
 /// threads of all of a set's pools at once.
+///
+/// `seq` starts no thread, but its cells are labelled with the count too: it is checked like a
+/// pool's, so that no scheduler (seq alone included) runs, and no row is labelled, at a count
+/// none of the others could run at.
 fn check_thread_counts(plan: &SweepPlan) -> Result<(), CliError> {
     let most = plan.threads.iter().copied().max().unwrap_or(1);
     let pools = plan
@@ -558,9 +562,6 @@ fn check_thread_counts(plan: &SweepPlan) -> Result<(), CliError> {
         .iter()
         .filter(|spec| spec.kind() != ExecutorKind::Seq)
         .count();
-    if pools == 0 {
-        return Ok(());
-    }
     // Interleaved, the pools of a kernel and thread count live side by side (`spawn`'s threads
     // during its runs, next to the others' parked ones).
     let interleaved = plan.blocks() > 1 && pools > 1;

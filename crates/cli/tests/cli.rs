@@ -470,6 +470,11 @@ fn thread_counts_the_process_cannot_start_are_refused_up_front() {
     let output = cli(&["sweep", "--threads", "10000000", "--kernels", "reduce"]);
     assert_bad_input(&output, &["--threads 10000000", "can start about"]);
     assert!(stdout(&output).is_empty(), "nothing may be measured");
+    // seq starts no thread, but its rows are labelled with the count: refused alike, so that it
+    // never runs where no other scheduler could.
+    let output = cli(&["sweep", "--schedulers", "seq", "--threads", "1,10000000"]);
+    assert_bad_input(&output, &["--threads 10000000", "can start about"]);
+    assert!(stdout(&output).is_empty(), "nothing may be measured");
     // A range is not expanded into millions of counts first.
     assert_bad_input(
         &cli(&["sweep", "--threads", "1-100000"]),
