@@ -250,6 +250,8 @@ impl CliError {
             CliError::Interrupted { signal, .. } => Some(*signal),
             // Interrupted, and the results then went elsewhere: still the signal's exit code.
             CliError::Several(errors) => errors.iter().find_map(CliError::signal),
+            // Interrupted, its finished cells kept: likewise.
+            CliError::StudyStopped { error, .. } => error.signal(),
             _ => None,
         }
     }

@@ -21,13 +21,14 @@
 //! process that reused the pid within that instant. A signal that the sweep was started with
 //! ignored (`nohup`'s SIGHUP) stays ignored.
 //!
-//! `latency` measures in its own process, with these handlers: a signal ends it after the load
-//! under way ([`received`] is checked after every load), and it writes the loads it finished. A
-//! load can last up to `--max-duration`, so a second signal ends it at once, with the same
-//! output and exit status ([`watch_signals`] tells it). A sweep needs no second signal: the
-//! first already stops its round at once, and what follows (merging and writing the finished
-//! cells) is brief; a second changes nothing, so both commands end with 128 + the *first*
-//! signal and keep what they finished.
+//! `latency` and `reproduce tail-latency` measure in their own process, with these handlers
+//! (through `latency::InterruptibleMeasurement`): a signal ends them after the load under way
+//! ([`received`] is checked after every load), and they write the loads they finished. A load
+//! can last up to `--max-duration` (the study's bound for it), so a second signal ends them at
+//! once, with the same output and exit status ([`watch_signals`] tells it). A sweep needs no
+//! second signal: the first already stops its round at once, and what follows (merging and
+//! writing the finished cells) is brief; a second changes nothing, so all these commands end with
+//! 128 + the *first* signal and keep what they finished.
 //!
 //! `corun` stops through the mapper's own handlers instead
 //! (`parbench_mapper::corun::stop_on_termination_signals`), which stop its commands' process
@@ -206,8 +207,9 @@ pub fn stop_on_signals() -> io::Result<()> {
 
 /// Calls `each(count)` on a thread of its own for every signal that the handlers of
 /// [`stop_on_signals`] get, `count` numbering them from 1; call it before [`stop_on_signals`],
-/// or the signals before it are not counted. `latency` stops at once on the second ([`run`'s
-/// doc](crate::latency::run)), since the first lets the load under way finish.
+/// or the signals before it are not counted. `latency` and `reproduce tail-latency` stop at
+/// once on the second ([`run`'s doc](crate::latency::run)), since the first lets the load under
+/// way finish.
 ///
 /// The handler cannot do more than write to a pipe (printing, or waking a channel's receiver,
 /// is not async-signal-safe), so a thread of its own reads it and does the rest; it stays blocked

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use clap::{ArgGroup, Args};
@@ -579,23 +579,148 @@ pub fn measure_curves(
     Ok(done)
 }
 
-/// A finished load as [`run`]'s measuring thread reports it.
-struct FinishedLoad {
-    placement: String,
-    point: PointResult,
-    counters: Option<Profile>,
+/// A finished load as the thread of an [`InterruptibleMeasurement`] reports it.
+pub(crate) struct FinishedLoad {
+    /// The placement it was measured on.
+    pub(crate) placement: String,
+    /// The load's result.
+    pub(crate) point: PointResult,
+    /// The counters recorded during it (`--counters`).
+    pub(crate) counters: Option<Profile>,
+    /// Its placement's curve so far, up to and including it.
     curve: Option<MeasuredCurve>,
 }
 
-/// What the thread measuring for [`run`] tells it, and the second signal.
+/// What the thread measuring for an [`InterruptibleMeasurement`] tells it, and the second signal.
 enum Measuring {
     /// A finished load, with its placement's curve so far (boxed: a channel's slot is as large
     /// as its largest message).
     Point(Box<FinishedLoad>),
-    /// The measurement ended (all loads done, or stopped after one).
-    Ended(Result<Vec<MeasuredCurve>, MeasureStopped>),
+    /// The measurement ended (all loads done, or stopped after one), or it panicked (the
+    /// payload, to be resumed on the receiving thread).
+    Ended(std::thread::Result<Result<Vec<MeasuredCurve>, MeasureStopped>>),
     /// A second signal: stop now, with the loads finished so far.
     StopNow,
+}
+
+/// Latency measurements that SIGINT, SIGTERM or SIGHUP stop after the load under way, and a
+/// second such signal at once, both keeping the loads finished so far ([`MeasureStopped`]).
+/// `latency` and `reproduce tail-latency` measure through it. Install it once per process
+/// ([`crate::interruption::watch_signals`] is process-wide) and before anything is measured.
+pub(crate) struct InterruptibleMeasurement {
+    /// Where the second signal is sent: the channel of the measurement under way, if any.
+    stop_now: Arc<Mutex<Option<mpsc::Sender<Measuring>>>>,
+}
+
+impl InterruptibleMeasurement {
+    /// Installs the signal handlers ([`crate::interruption::stop_on_signals`]) and the watcher
+    /// that says a first signal was seen and passes a second on to the measurement under way.
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] if the handlers or the watching thread cannot be installed.
+    pub(crate) fn install() -> Result<InterruptibleMeasurement, CliError> {
+        let stop_now: Arc<Mutex<Option<mpsc::Sender<Measuring>>>> = Arc::default();
+        let on_signal = Arc::clone(&stop_now);
+        crate::interruption::watch_signals(move |count| {
+            if count == 1 {
+                eprintln!("interrupted: stopping after the load under way (again to stop now)");
+            } else if let Some(events) = lock(&on_signal).as_ref() {
+                // Nobody receives once the measurement has ended: nothing is left to stop then
+                // (a later one does not start: the first signal was received).
+                let _ = events.send(Measuring::StopNow);
+            }
+        })
+        .and_then(|()| crate::interruption::stop_on_signals())
+        .map_err(|e| CliError::Usage(format!("cannot install the signal handlers: {e}")))?;
+        Ok(InterruptibleMeasurement { stop_now })
+    }
+
+    /// Measures `setup` ([`measure_curves`]) on a thread of its own and calls `on_load` on this
+    /// one with each finished load and the curves so far (the last one that of the load's
+    /// placement). A signal received before it starts measures nothing.
+    ///
+    /// Measured on a thread of its own so that this one can stop at once with what it got: a
+    /// load under way cannot be cut short from inside (its workers may be in a kernel run), and
+    /// returning from `main` ends its threads.
+    ///
+    /// # Errors
+    /// As [`measure_curves`]; after a second signal, [`CliError::Interrupted`] with the loads
+    /// this thread had received.
+    pub(crate) fn measure(
+        &self,
+        setup: &Arc<LatencySetup>,
+        mut on_load: impl FnMut(&FinishedLoad, &[MeasuredCurve]),
+    ) -> Result<Vec<MeasuredCurve>, MeasureStopped> {
+        let stopped =
+            |error: CliError, curves: Vec<MeasuredCurve>| MeasureStopped { error, curves };
+        let (events, incoming) = mpsc::channel();
+        *lock(&self.stop_now) = Some(events.clone());
+        // After the channel is published: a signal either comes before this check or reaches
+        // the channel.
+        if let Some(signal) = crate::interruption::received() {
+            return Err(stopped(CliError::interrupted(signal, None), Vec::new()));
+        }
+        {
+            let setup = Arc::clone(setup);
+            std::thread::Builder::new()
+                .name("latency".to_owned())
+                .spawn(move || {
+                    // A panic is sent too: the channel never closes (the slot for the second
+                    // signal holds a sender), so a receiver waiting for a word would wait
+                    // forever. Unwind-safe: nothing it touched is used after the panic.
+                    let measured = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        measure_curves(&setup, |plan, point, counters, done| {
+                            let _ = events.send(Measuring::Point(Box::new(FinishedLoad {
+                                placement: plan.name.clone(),
+                                point: point.clone(),
+                                counters: counters.cloned(),
+                                curve: done.last().cloned(),
+                            })));
+                        })
+                    }));
+                    let _ = events.send(Measuring::Ended(measured));
+                })
+                .map_err(|e| {
+                    stopped(
+                        CliError::Usage(format!("cannot start measuring: {e}")),
+                        Vec::new(),
+                    )
+                })?;
+        }
+        // The placements measured so far, each with its finished loads.
+        let mut done: Vec<MeasuredCurve> = Vec::new();
+        let measured = loop {
+            let Ok(event) = incoming.recv() else {
+                unreachable!("the slot for the second signal holds a sender while this receives")
+            };
+            let mut load = match event {
+                Measuring::Ended(Ok(measured)) => break measured,
+                // It panicked; so does this one, as it would have measuring itself.
+                Measuring::Ended(Err(panic)) => std::panic::resume_unwind(panic),
+                Measuring::StopNow => {
+                    let signal = crate::interruption::received().unwrap_or(libc::SIGINT);
+                    break Err(stopped(CliError::interrupted(signal, None), done));
+                }
+                Measuring::Point(load) => load,
+            };
+            if let Some(curve) = load.curve.take() {
+                match done.last_mut() {
+                    Some(last) if last.curve.placement == curve.curve.placement => *last = curve,
+                    _ => done.push(curve),
+                }
+            }
+            on_load(&load, &done);
+        };
+        *lock(&self.stop_now) = None;
+        measured
+    }
+}
+
+/// The channel slot of an [`InterruptibleMeasurement`]; a panic while it was held left nothing
+/// half-written (a whole `Option` is stored), so a poisoned lock is used as it is.
+fn lock<T>(slot: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    slot.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A latency measurement that stopped before its end: why, and the curves it measured until then
@@ -715,96 +840,32 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
     }
     // From here on a signal ends the measurement after the load under way, a second one at once,
     // and the loads measured until then are written as a finished run's are.
-    let (events, incoming) = mpsc::channel();
-    let on_signal = events.clone();
-    crate::interruption::watch_signals(move |count| {
-        if count == 1 {
-            eprintln!("interrupted: stopping after the load under way (again to stop now)");
-        } else {
-            // Nobody receives once the measurement has ended: nothing is left to stop then.
-            let _ = on_signal.send(Measuring::StopNow);
-        }
-    })
-    .and_then(|()| crate::interruption::stop_on_signals())
-    .map_err(|e| CliError::Usage(format!("cannot install the signal handlers: {e}")))?;
-    // Measured on a thread of its own, so that this one can stop at once with what it got: a
-    // load under way cannot be cut short from inside (its workers may be in a kernel run), and
-    // returning from `main` ends its threads.
+    let measurement = InterruptibleMeasurement::install()?;
     let setup = Arc::new(setup);
-    let measuring = {
-        let setup = Arc::clone(&setup);
-        std::thread::Builder::new()
-            .name("latency".to_owned())
-            .spawn(move || {
-                let measured = measure_curves(&setup, |plan, point, counters, done| {
-                    let _ = events.send(Measuring::Point(Box::new(FinishedLoad {
-                        placement: plan.name.clone(),
-                        point: point.clone(),
-                        counters: counters.cloned(),
-                        curve: done.last().cloned(),
-                    })));
-                });
-                let _ = events.send(Measuring::Ended(measured));
-            })
-            .map_err(|e| CliError::Usage(format!("cannot start measuring: {e}")))?
-    };
     let mut current: Option<String> = None;
-    // The placements measured so far, each with its finished loads.
-    let mut done: Vec<MeasuredCurve> = Vec::new();
-    let measured = loop {
-        let Ok(event) = incoming.recv() else {
-            // The measuring thread ended without a word: it panicked; so does this one, as it
-            // did when it measured itself.
-            match measuring.join() {
-                Err(panic) => std::panic::resume_unwind(panic),
-                Ok(()) => unreachable!("the measuring thread always says how it ended"),
-            }
-        };
-        let load = match event {
-            Measuring::Ended(measured) => break measured,
-            Measuring::StopNow => {
-                let signal = crate::interruption::received().unwrap_or(libc::SIGINT);
-                break Err(MeasureStopped {
-                    error: CliError::interrupted(signal, None),
-                    curves: done,
-                });
-            }
-            Measuring::Point(load) => *load,
-        };
-        let FinishedLoad {
-            placement,
-            point,
-            counters,
-            curve,
-        } = load;
-        if !args.quiet && current.as_deref() != Some(placement.as_str()) {
-            if let Some(plan) = setup.plans.iter().find(|plan| plan.name == placement) {
+    let measured = measurement.measure(&setup, |load, done| {
+        if !args.quiet && current.as_deref() != Some(load.placement.as_str()) {
+            if let Some(plan) = setup.plans.iter().find(|plan| plan.name == load.placement) {
                 eprintln!("{}", describe_plan(plan, setup.pin));
             }
-            current = Some(placement.clone());
+            current = Some(load.placement.clone());
         }
         if !args.quiet {
-            eprintln!("  {}", describe_point(&point));
+            eprintln!("  {}", describe_point(&load.point));
         }
-        if let Some(curve) = curve {
-            match done.last_mut() {
-                Some(last) if last.curve.placement == curve.curve.placement => *last = curve,
-                _ => done.push(curve),
-            }
-        }
-        let mut cell = point_cell(kernel.name(), &placement, &point);
-        if let Some(profile) = &counters {
+        let mut cell = point_cell(kernel.name(), &load.placement, &load.point);
+        if let Some(profile) = &load.counters {
             cell.metrics.extend(counter_series(profile));
         }
         report.cells.push(cell);
         if let Some((file, format)) = &mut output {
-            if let Some(line) = file.snapshot(&render(*format, &report, &done)) {
+            if let Some(line) = file.snapshot(&render(*format, &report, done)) {
                 if !args.quiet {
                     eprintln!("{line}");
                 }
             }
         }
-    };
+    });
     let (curves, failure) = match measured {
         Ok(curves) => (curves, None),
         Err(MeasureStopped { error, curves }) => (curves, Some(error)),
@@ -1349,6 +1410,74 @@ fn draw_plot<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A service whose preparation panics, on the measuring thread: a bug, not bad input.
+    struct PanickingKernel;
+
+    impl Kernel for PanickingKernel {
+        fn name(&self) -> &'static str {
+            "panicking"
+        }
+        fn description(&self) -> &'static str {
+            "panics when prepared"
+        }
+        fn params(&self) -> &'static [parbench_kernels::ParamSpec] {
+            &[]
+        }
+        fn is_default_suite(&self) -> bool {
+            false
+        }
+        fn prepare(
+            &self,
+            _: &Params,
+            _: usize,
+        ) -> Result<Box<dyn parbench_kernels::PreparedKernel>, parbench_kernels::KernelError>
+        {
+            panic!("preparing the service panicked")
+        }
+    }
+
+    static PANICKING: PanickingKernel = PanickingKernel;
+
+    /// A panic on the measuring thread reaches the caller of `measure` (whose thread then
+    /// panics, as it would have measuring itself) instead of leaving it waiting for a word.
+    #[test]
+    fn a_panic_while_measuring_reaches_the_caller_instead_of_hanging() {
+        let layout = CpuLayout::one_thread_per_core(&[0]);
+        let setup = Arc::new(LatencySetup {
+            kernel: &PANICKING,
+            params: Params::new(),
+            config: CurveConfig {
+                qps: vec![1000.0],
+                requests: 20,
+                warmup: 2,
+                ..CurveConfig::default()
+            },
+            plans: vec![Placement::Single.plan(&layout).unwrap()],
+            pin: false,
+            counters: false,
+            runs_per_request: 1,
+        });
+        // Not installed: the test process keeps its own signal handling.
+        let measurement = InterruptibleMeasurement {
+            stop_now: Arc::default(),
+        };
+        let (result, outcome) = mpsc::channel();
+        std::thread::spawn(move || {
+            let measured = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                measurement.measure(&setup, |_, _| {})
+            }));
+            let _ = result.send(
+                measured
+                    .err()
+                    .map(|panic| crate::error::panic_message(&*panic).to_owned()),
+            );
+        });
+        let panicked = outcome
+            .recv_timeout(Duration::from_secs(60))
+            .expect("measure panics within a minute instead of waiting forever");
+        assert_eq!(panicked.as_deref(), Some("preparing the service panicked"));
+    }
 
     /// A placement that fails after another was measured (here: a worker CPU the OS cannot pin
     /// to) leaves the finished curve with the error, for the caller to write.

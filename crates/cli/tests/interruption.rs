@@ -697,7 +697,6 @@ fn assert_kept_on_stdout(status: std::process::ExitStatus, err: &str, out: &str)
 /// in one error line and exits with 128 + SIGINT, as after one Ctrl-C.
 #[test]
 fn a_second_ctrl_c_stops_latency_at_once_with_the_loads_it_finished() {
-    use std::io::{BufRead, BufReader};
     let (mut latency, reading) = start_latency(
         "latency-twice",
         &[
@@ -715,55 +714,128 @@ fn a_second_ctrl_c_stops_latency_at_once_with_the_loads_it_finished() {
             "86400",
         ],
     );
-    // Its stderr line by line, so that waiting for a line can time out.
-    let stderr = BufReader::new(latency.stderr.take().expect("piped stderr"));
-    let (lines, incoming) = std::sync::mpsc::channel();
-    let reading_err = std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = lines.send(line);
-        }
-    });
-    let mut err = String::new();
-    // Generous: the load under way needs 160 000 × 1000 matmul runs, minutes at the least.
-    let bound = Duration::from_secs(60);
-    // Waits for a line containing `wanted`, or with `None` for the end of its stderr.
-    let mut wait_for = |wanted: Option<&str>, latency: &mut Child| {
-        let deadline = Instant::now() + bound;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match incoming.recv_timeout(left) {
-                Ok(line) => {
-                    err.push_str(&line);
-                    err.push('\n');
-                    if wanted.is_some_and(|wanted| line.contains(wanted)) {
-                        return;
-                    }
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    let _ = latency.kill();
-                    let _ = latency.wait();
-                    panic!("latency still ran {bound:?} later, waited for {wanted:?}: {err}");
-                }
-                // Its stderr closed: it ended.
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    assert!(wanted.is_none(), "latency ended before {wanted:?}: {err}");
-                    return;
-                }
-            }
-        }
-    };
-    wait_for(Some("QPS offered"), &mut latency);
+    let mut err = StderrLines::read(&mut latency);
+    err.wait_for(Some("QPS offered"), &mut latency);
     send(&latency, libc::SIGINT, true);
     // Two signals pending at once would be delivered once: wait until the first was handled.
-    wait_for(Some("again to stop now"), &mut latency);
+    err.wait_for(Some("again to stop now"), &mut latency);
     send(&latency, libc::SIGINT, true);
     // Until its stderr closes, when it ends.
-    wait_for(None, &mut latency);
+    err.wait_for(None, &mut latency);
+    let err = err.finish();
     let status = latency.wait().expect("latency ends");
-    reading_err.join().expect("stderr read");
     let out = reading.join().expect("stdout read");
     let reported = assert_kept_on_stdout(status, &err, &out);
     assert_eq!(reported, 1, "only the first load finished: {err}");
     let row = out.lines().nth(2).unwrap_or_default();
     assert!(row.trim_start().starts_with("10 "), "{out}");
+}
+
+/// A child's stderr read line by line on a thread of its own, so that waiting for a line can
+/// time out; [`StderrLines::wait_for`] collects every line read.
+struct StderrLines {
+    incoming: std::sync::mpsc::Receiver<String>,
+    reading: std::thread::JoinHandle<()>,
+    text: String,
+}
+
+impl StderrLines {
+    /// Long enough for anything the tests wait for, short beside a load that would last minutes.
+    const BOUND: Duration = Duration::from_secs(60);
+
+    /// Takes `child`'s piped stderr and starts reading it.
+    fn read(child: &mut Child) -> StderrLines {
+        use std::io::{BufRead, BufReader};
+        let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+        let (lines, incoming) = std::sync::mpsc::channel();
+        let reading = std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = lines.send(line);
+            }
+        });
+        StderrLines {
+            incoming,
+            reading,
+            text: String::new(),
+        }
+    }
+
+    /// Waits for a line containing `wanted`, or with `None` for the end of the stderr (when
+    /// `child` ends); kills `child` and panics after [`StderrLines::BOUND`].
+    fn wait_for(&mut self, wanted: Option<&str>, child: &mut Child) {
+        let deadline = Instant::now() + Self::BOUND;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.incoming.recv_timeout(left) {
+                Ok(line) => {
+                    self.text.push_str(&line);
+                    self.text.push('\n');
+                    if wanted.is_some_and(|wanted| line.contains(wanted)) {
+                        return;
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!(
+                        "still running {:?} later, waited for {wanted:?}: {}",
+                        Self::BOUND,
+                        self.text
+                    );
+                }
+                // The stderr closed: the child ended.
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    assert!(wanted.is_none(), "ended before {wanted:?}: {}", self.text);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Every line read, once the stderr closed ([`StderrLines::wait_for`] with `None`).
+    fn finish(self) -> String {
+        self.reading.join().expect("stderr read");
+        self.text
+    }
+}
+
+/// `reproduce tail-latency` at `--scale full` (16 s of arrivals per load) stopped by two Ctrl-Cs
+/// after its first load: the second stops it at once, in the second load; the load it finished
+/// is kept in results.json (marked stopped), the error says so in one line, and it exits with
+/// 128 + SIGINT, as latency does.
+#[test]
+fn a_second_ctrl_c_stops_reproduce_tail_latency_at_once_with_the_loads_it_finished() {
+    let dir = fresh_dir("reproduce-twice");
+    let output = dir.join("study");
+    let args = [
+        OsStr::new("reproduce"),
+        OsStr::new("tail-latency"),
+        OsStr::new("--scale"),
+        OsStr::new("full"),
+        OsStr::new("--output"),
+        output.as_os_str(),
+    ];
+    let mut study = start_cli(args, &dir);
+    let mut err = StderrLines::read(&mut study);
+    err.wait_for(Some("QPS: p95"), &mut study);
+    send(&study, libc::SIGINT, true);
+    // Two signals pending at once would be delivered once: wait until the first was handled.
+    err.wait_for(Some("again to stop now"), &mut study);
+    send(&study, libc::SIGINT, true);
+    err.wait_for(None, &mut study);
+    let status = study.wait().expect("the study ends");
+    let err = err.finish();
+    assert_eq!(status.code(), Some(130), "{err}");
+    let kept = output.join("results.json");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    let line = format!(
+        "error: interrupted by SIGINT; the 1 cells measured before are kept in {}",
+        kept.display()
+    );
+    assert_eq!(errors, [line.as_str()], "one error line: {err}");
+    let report: Report = serde_json::from_slice(&fs::read(&kept).expect("results.json written"))
+        .expect("results.json is a report");
+    assert_eq!(report.cells.len(), 1, "only the first load finished: {err}");
+    let stopped = report.metadata.settings.get(STOPPED_SETTING);
+    assert_eq!(stopped.map(String::as_str), Some("interrupted by SIGINT"));
 }

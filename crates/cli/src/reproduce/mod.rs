@@ -180,7 +180,8 @@ pub struct ReproduceArgs {
     /// whole report goes to the directory $TMPDIR/parbench-rescued-PID-DIRNAME, the error says
     /// where, and the exit code is 2.
     /// A study that fails partway writes the cells it measured to DIR/results.json (marked
-    /// `stopped`) before it stops.
+    /// `stopped`) before it stops. So does tail-latency on Ctrl-C, SIGTERM or SIGHUP: the first
+    /// stops it after the load under way, a second at once; it then exits with 128 + the first.
     #[arg(long, short, value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// No progress on stderr.

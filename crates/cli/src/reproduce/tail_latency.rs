@@ -9,6 +9,7 @@
 //! fractions of one worker's capacity, measured first (median service time of a few requests),
 //! so every service gets a grid around its own knee.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use parbench_kernels::latency::{
@@ -22,7 +23,8 @@ use parbench_mapper::perf::{
 
 use crate::error::CliError;
 use crate::latency::{
-    LatencySetup, MeasuredCurve, measure_curves, render_plot, this_machine_plans,
+    InterruptibleMeasurement, LatencySetup, MeasureStopped, MeasuredCurve, render_plot,
+    this_machine_plans,
 };
 use crate::reproduce::report::{FigureFile, Measured, MeasuredFigure, Section, StudyReport};
 use crate::reproduce::{RESULT_LABELS, Scale, Study, StudyRun, machine_conditions};
@@ -109,6 +111,9 @@ impl Study for TailLatencyStudy {
             _ => &LOAD_FRACTIONS,
         };
         let frequency = nominal_frequency_mhz();
+        // A signal stops the study after the load under way, a second one at once; the loads
+        // measured until then are kept (`reproduce` writes them to results.json).
+        let measurement = InterruptibleMeasurement::install()?;
         let mut outcomes = Vec::new();
         for name in services {
             let kernel = find_kernel(name)?;
@@ -147,12 +152,14 @@ impl Study for TailLatencyStudy {
                 counters: true,
                 runs_per_request,
             };
+            let setup = Arc::new(setup);
             let quiet = run.quiet;
             let repetitions = repetitions(scale);
             let mut repeated = Vec::new();
             for repetition in 0..repetitions {
-                repeated.push(measure_curves(&setup, |plan, point, _, _| {
+                let measured = measurement.measure(&setup, |load, _| {
                     if !quiet {
+                        let point = &load.point;
                         let p95 = point.sojourn.map_or_else(
                             || "-".to_owned(),
                             |s| format!("{:.3} ms", s.p95_ns / 1e6),
@@ -160,7 +167,7 @@ impl Study for TailLatencyStudy {
                         eprintln!(
                             "    [{}/{repetitions}] {} {} QPS: p95 {p95}{}",
                             repetition + 1,
-                            plan.name,
+                            load.placement,
                             point.offered_qps,
                             if point.saturated() {
                                 " (saturated)"
@@ -169,7 +176,19 @@ impl Study for TailLatencyStudy {
                             }
                         );
                     }
-                })?);
+                });
+                // Every repetition's loads are results, those of one cut short too.
+                let (measured_curves, stopped) = match measured {
+                    Ok(curves) => (curves, None),
+                    Err(MeasureStopped { error, curves }) => (curves, Some(error)),
+                };
+                for measured in &measured_curves {
+                    record_cells(&mut run.results, name, &plans, measured, repetition + 1);
+                }
+                if let Some(error) = stopped {
+                    return Err(error);
+                }
+                repeated.push(measured_curves);
             }
             let curves: Vec<MeasuredCurve> = (0..plans.len())
                 .map(|placement| {
@@ -178,11 +197,6 @@ impl Study for TailLatencyStudy {
                     median_curve(&runs, DEFAULT_SATURATION_FACTOR)
                 })
                 .collect();
-            for (repetition, measured_curves) in repeated.iter().enumerate() {
-                for measured in measured_curves {
-                    record_cells(&mut run.results, name, &plans, measured, repetition + 1);
-                }
-            }
             outcomes.push(ServiceOutcome {
                 name,
                 service_s,
