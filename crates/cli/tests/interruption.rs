@@ -714,21 +714,28 @@ fn a_second_ctrl_c_stops_latency_at_once_with_the_loads_it_finished() {
             "86400",
         ],
     );
-    let mut err = StderrLines::read(&mut latency);
-    err.wait_for(Some("QPS offered"), &mut latency);
-    send(&latency, libc::SIGINT, true);
-    // Two signals pending at once would be delivered once: wait until the first was handled.
-    err.wait_for(Some("again to stop now"), &mut latency);
-    send(&latency, libc::SIGINT, true);
-    // Until its stderr closes, when it ends.
-    err.wait_for(None, &mut latency);
-    let err = err.finish();
-    let status = latency.wait().expect("latency ends");
+    let (status, err) = stop_twice(&mut latency, "QPS offered");
     let out = reading.join().expect("stdout read");
     let reported = assert_kept_on_stdout(status, &err, &out);
     assert_eq!(reported, 1, "only the first load finished: {err}");
     let row = out.lines().nth(2).unwrap_or_default();
     assert!(row.trim_start().starts_with("10 "), "{out}");
+}
+
+/// Sends `child` (a `latency` or a tail-latency study) a Ctrl-C once its stderr shows a line
+/// containing `first_load`, and a second once it says it saw the first; returns its exit status
+/// and its stderr once it ended (within [`StderrLines::BOUND`] of each step).
+fn stop_twice(child: &mut Child, first_load: &str) -> (std::process::ExitStatus, String) {
+    let mut err = StderrLines::read(child);
+    err.wait_for(Some(first_load), child);
+    send(child, libc::SIGINT, true);
+    // Two signals pending at once would be delivered once: wait until the first was handled.
+    err.wait_for(Some("again to stop now"), child);
+    send(child, libc::SIGINT, true);
+    // Until its stderr closes, when it ends.
+    err.wait_for(None, child);
+    let status = child.wait().expect("it ends");
+    (status, err.finish())
 }
 
 /// A child's stderr read line by line on a thread of its own, so that waiting for a line can
@@ -816,15 +823,7 @@ fn a_second_ctrl_c_stops_reproduce_tail_latency_at_once_with_the_loads_it_finish
         output.as_os_str(),
     ];
     let mut study = start_cli(args, &dir);
-    let mut err = StderrLines::read(&mut study);
-    err.wait_for(Some("QPS: p95"), &mut study);
-    send(&study, libc::SIGINT, true);
-    // Two signals pending at once would be delivered once: wait until the first was handled.
-    err.wait_for(Some("again to stop now"), &mut study);
-    send(&study, libc::SIGINT, true);
-    err.wait_for(None, &mut study);
-    let status = study.wait().expect("the study ends");
-    let err = err.finish();
+    let (status, err) = stop_twice(&mut study, "QPS: p95");
     assert_eq!(status.code(), Some(130), "{err}");
     let kept = output.join("results.json");
     let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
