@@ -73,7 +73,8 @@ impl ThreadPool {
     /// work broadcasts or loops on the large pool, say — with any number of threads calling in
     /// at once: what one pool's work waits for in the other is run even while every worker of
     /// the other waits in the first. One limit bounds the stack: a worker with 16 waits for
-    /// calls on its stack (the depth beyond which parallel calls run sequentially) runs, while
+    /// calls on its stack (the depth beyond which loops and `join`s run sequentially — still in
+    /// the pool they were made on, whose free functions the code they run addresses) runs, while
     /// it waits away, only the broadcast jobs and shares handed to it, so pools can still
     /// deadlock when every worker of one waits in the other that deep. (As in any work-stealing
     /// pool, a wait runs other work on top of its stack, so what a waiting thread runs may

@@ -25,7 +25,7 @@ where
     RB: Send,
 {
     if crate::registry::must_run_sequentially() {
-        return join_in_order(a, b);
+        return registry.in_sequential_context(|| join_in_order(a, b));
     }
     if registry.num_threads() == 1 {
         // Nobody could steal `b`: run both here, in the pool's context.

@@ -43,6 +43,12 @@ const GUEST_SLOTS: usize = 16;
 pub(crate) enum Slot {
     Worker(usize),
     Guest(usize),
+    /// A call on a pool the thread is not inside, made with [`MAX_NESTED_WAITS`] waits on its
+    /// stack (see [`Registry::in_sequential_context`]): it runs on the thread alone and owns no
+    /// queue of the pool. Its deque is a thread-local one that stays empty — only a call that
+    /// goes parallel pushes to its context's deque, and every call made in this context is as
+    /// deep — and a wait in it runs no work of the pool (see [`WorkerCtx::wait_for`]).
+    Inline,
 }
 
 /// The calling context of a thread inside a pool operation.
@@ -62,9 +68,17 @@ pub(crate) struct WorkerCtx<'r> {
 /// A thread waiting for a call helps by executing other tasks; such a task may start a nested
 /// call whose wait helps again, and so on: with many concurrent nested calls, one thread can end
 /// up with every pending outer iteration on its stack (the "leapfrogging" that overflows stacks
-/// in work-stealing pools). Like OpenMP's `max-active-levels`, a call started while this many
-/// waits are already on the thread's stack runs on that thread alone. That bounds the stack, and
-/// cannot deadlock: a sequential call waits for nobody.
+/// in work-stealing pools). Like OpenMP's `max-active-levels`, a loop or `join` started while
+/// this many waits are already on the thread's stack runs on that thread alone, in order, and
+/// so does every task a `scope` spawns there. That bounds the stack, and cannot deadlock: a
+/// sequential call waits for nobody.
+///
+/// Running alone does not change which pool the call is in: a call on pool X runs inside X, so
+/// the code it runs sees X (`current_num_threads`, `current_thread_index`) and the free
+/// functions it calls act on X, as they would below the limit. A thread not inside X enters it
+/// for such a call through an inline context ([`Registry::in_sequential_context`]), which
+/// takes no guest slot and queues nothing. `scope` and `install` enter their pool at any depth
+/// (only the tasks of a scope run sequentially), and `broadcast` cannot run sequentially.
 pub(crate) const MAX_NESTED_WAITS: u32 = 16;
 
 thread_local! {
@@ -73,6 +87,8 @@ thread_local! {
     /// How many waits for a latch (or for a call queued by `in_worker_blocking`) are on this
     /// thread's stack.
     static WAIT_DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// The deque of this thread's inline contexts (see [`Slot::Inline`]): always empty.
+    static INLINE_DEQUE: Worker<JobRef> = Worker::new_lifo();
     /// The worker context of the pool this thread is a worker of (null on other threads), for
     /// the whole of `Registry::worker_main`: while the thread waits in a context of another
     /// operation (a guest slot, or blocked in `in_worker_blocking`), it still runs the work of
@@ -186,11 +202,11 @@ impl Registry {
         }
         let worker = match ctx.slot {
             Slot::Worker(_) => ctx,
-            Slot::Guest(_) => home().filter(|home| ptr::eq(home.registry, self))?,
+            Slot::Guest(_) | Slot::Inline => home().filter(|home| ptr::eq(home.registry, self))?,
         };
         match worker.slot {
             Slot::Worker(index) => Some(index),
-            Slot::Guest(_) => None,
+            Slot::Guest(_) | Slot::Inline => None,
         }
     }
 
@@ -250,6 +266,28 @@ impl Registry {
         }
     }
 
+    /// Runs `op`, a call on this pool that must run sequentially ([`must_run_sequentially`]),
+    /// on the calling thread inside this pool: in its current context if it is inside this pool,
+    /// else in an inline context of it ([`Slot::Inline`]) until `op` returns. So the code `op`
+    /// runs addresses this pool, as it would below the limit, and not the pool whose work the
+    /// thread was running — or the global pool. The inline context claims no guest slot and
+    /// queues nothing, so the call still waits for nobody: entering through `in_context` could
+    /// block, all guest slots taken, on a worker running it.
+    ///
+    /// Out of line: the calls below the limit only test `must_run_sequentially`, as before.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn in_sequential_context<R>(&self, op: impl FnOnce() -> R) -> R {
+        if self.current_context_is_this() {
+            return op();
+        }
+        INLINE_DEQUE.with(|deque| {
+            let ctx = WorkerCtx::new(self, Slot::Inline, deque);
+            let _scope = ContextScope::enter(&ctx);
+            op()
+        })
+    }
+
     /// Runs `op` inside this pool for [`ThreadPool::install`](crate::ThreadPool::install).
     ///
     /// A thread already inside the pool runs `op` as it is: in a loop body or a task it stays
@@ -304,16 +342,7 @@ impl Registry {
         // `serve_home`); marked away, it is unparked for it. That work nests on this stack like
         // the tasks a latch wait runs: it counts as one.
         let _depth = WaitDepth::enter();
-        let _away = AwayMark::enter();
-        while !job.latch.probe() {
-            if serve_home() {
-                continue;
-            }
-            if job.latch.prepare_sleep() {
-                std::thread::park();
-                job.latch.cancel_sleep();
-            }
-        }
+        wait_away(&job.latch);
         job.into_result().into_value()
     }
 
@@ -516,7 +545,7 @@ impl Registry {
             Slot::Worker(index) => {
                 !self.inboxes[index].is_empty() || !self.broadcasts[index].is_empty()
             }
-            Slot::Guest(_) => false,
+            Slot::Guest(_) | Slot::Inline => false,
         };
         if !ctx.deque.is_empty() || own_inbox || !self.injector.is_empty() {
             return true;
@@ -625,6 +654,22 @@ fn serve_home() -> bool {
     let _within = home.set_install_top(false);
     home.execute_busy(job);
     true
+}
+
+/// Waits until `latch` is set, running only the work of the pool the calling thread is a worker
+/// of (`serve_home`), marked away so that work handed or queued there unparks it. The caller
+/// counts the wait in `WAIT_DEPTH`.
+fn wait_away(latch: &Latch) {
+    let _away = AwayMark::enter();
+    while !latch.probe() {
+        if serve_home() {
+            continue;
+        }
+        if latch.prepare_sleep() {
+            std::thread::park();
+            latch.cancel_sleep();
+        }
+    }
 }
 
 /// Whether `serve_home` runs all of the home pool's work at the current depth, or only what
@@ -797,6 +842,7 @@ impl<'r> WorkerCtx<'r> {
         let seed = match slot {
             Slot::Worker(i) => i as u64 + 1,
             Slot::Guest(i) => (i as u64 + 1) << 32,
+            Slot::Inline => 0,
         };
         WorkerCtx {
             registry,
@@ -951,11 +997,11 @@ impl<'r> WorkerCtx<'r> {
         // A worker waiting inside a task looks at its inbox again: not busy until it returns.
         let _busy = match self.slot {
             Slot::Worker(index) => Some(BusyMark::set(registry, index, false)),
-            Slot::Guest(_) => None,
+            Slot::Guest(_) | Slot::Inline => None,
         };
         // A guest that is a worker of a pool keeps running that pool's work.
         let away = match self.slot {
-            Slot::Guest(_) => AwayMark::enter(),
+            Slot::Guest(_) | Slot::Inline => AwayMark::enter(),
             Slot::Worker(_) => None,
         };
         let mut idle_since: Option<u64> = None;
@@ -1002,7 +1048,7 @@ impl<'r> WorkerCtx<'r> {
                 // latch (which unparks it) can end the wait — or, on a thread that is a worker
                 // of a pool, work handed to it or queued there (`serve_home`; it is unparked
                 // for it: `push_to`, `push_broadcast`, `Sleep::wake_one`).
-                Slot::Guest(_) => {
+                Slot::Guest(_) | Slot::Inline => {
                     if !done() {
                         std::thread::park();
                     }
@@ -1058,9 +1104,16 @@ impl<'r> WorkerCtx<'r> {
                 return;
             }
         }
-        if let Slot::Worker(index) = self.slot {
-            depth.outer = Some(self.registry.sleep.innermost_wait(index));
-            self.registry.sleep.note_wait(index, Some(kind), None);
+        match self.slot {
+            Slot::Worker(index) => {
+                depth.outer = Some(self.registry.sleep.innermost_wait(index));
+                self.registry.sleep.note_wait(index, Some(kind), None);
+            }
+            Slot::Guest(_) => {}
+            // A call that must wait (a `broadcast`, a `scope` given tasks by other threads) made
+            // in an inline context: this thread is no participant of the pool, whose work would
+            // run here on a deque nobody else sees — what it pushed there could be left behind.
+            Slot::Inline => return wait_away(latch),
         }
         self.wait_until(Some(latch), &|| latch.probe());
     }

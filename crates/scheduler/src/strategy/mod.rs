@@ -450,7 +450,8 @@ impl Participants {
     fn of(ctx: &WorkerCtx<'_>) -> Self {
         let num_threads = ctx.registry.num_threads();
         match ctx.slot {
-            Slot::Guest(_) => Participants {
+            // An inline context makes no parallel call (see `Slot::Inline`).
+            Slot::Guest(_) | Slot::Inline => Participants {
                 slots: num_threads,
                 root: 0,
                 first_active: 0,
@@ -499,7 +500,7 @@ fn idle_bit(ctx: &WorkerCtx<'_>) -> usize {
     let guest_bit = usize::BITS as usize - 1;
     match ctx.slot {
         Slot::Worker(index) => 1 << (index % guest_bit),
-        Slot::Guest(_) => 1 << guest_bit,
+        Slot::Guest(_) | Slot::Inline => 1 << guest_bit,
     }
 }
 
@@ -615,7 +616,7 @@ pub(crate) fn run_loop(
 #[inline(never)]
 fn run_loop_entered(registry: &Registry, strategy: &Strategy, range: Range<usize>, body: Body<'_>) {
     if crate::registry::must_run_sequentially() {
-        run_sequentially(strategy, range, body);
+        registry.in_sequential_context(|| run_sequentially(strategy, range, body));
         return;
     }
     if registry.num_threads() == 1 {
