@@ -26,10 +26,11 @@
 //! that further calls are queued — whose work comes back to the 32-thread pool. (It does not
 //! hang reliably without that fix; `install_broadcast.rs` has the deterministic test.)
 //!
-//! Leaves spawn their detached tasks with the pool's `spawn_on`, not the free function: a loop,
-//! `join` or `scope` called on a pool while `MAX_NESTED_WAITS` (16) waits are on the thread's
-//! stack runs there alone without entering that pool, so its body runs in the context of whichever pool the thread is in, where the free
-//! function targets that other pool (an index of the intended pool failed with `NoSuchThread`).
+//! Leaves spawn their detached tasks with the free `spawn_on`, on the pool the enclosing node
+//! runs its children in, also in a loop or `join` called while `MAX_NESTED_WAITS` (16) waits
+//! are on the thread's stack, which runs there alone but still in its pool (before that, it ran
+//! in whichever pool the thread was in, where an index of the intended pool failed with
+//! `NoSuchThread`).
 //!
 //! Each round is bounded by a watchdog: a round that does not finish within [`ROUND_LIMIT`]
 //! prints a snapshot of every pool (which workers wait on what) and aborts the test process.
@@ -256,18 +257,9 @@ fn execute(pools: &[&ThreadPool], plan: &Plan, counters: &Counters) {
             let task = move || {
                 ran.fetch_add(1, Ordering::Relaxed);
             };
-            let target = pools[*pool];
-            let index = worker % target.num_threads();
-            if pools.len() == 1 {
-                // The free function: the plan runs inside the pool, so it targets this pool.
-                parbench_scheduler::spawn_on(index, task)
-            } else {
-                // Not the free function: a call nested MAX_NESTED_WAITS deep runs on the
-                // calling thread alone without entering its pool, so its body runs in the
-                // context of whatever pool that thread is in (see the module docs).
-                target.spawn_on(index, task)
-            }
-            .expect("worker index in range");
+            // The free function: the enclosing node runs this one inside `pools[*pool]`.
+            let index = worker % pools[*pool].num_threads();
+            parbench_scheduler::spawn_on(index, task).expect("worker index in range");
         }
         Plan::Loop {
             pool,
