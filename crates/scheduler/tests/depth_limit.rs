@@ -71,17 +71,6 @@ fn look() -> Seen {
     }
 }
 
-/// What [`look`] sees in a call on a pool of three threads made from a thread that is not one
-/// of its workers.
-fn outsider_in_three() -> Seen {
-    Seen {
-        num_threads: 3,
-        index: None,
-        broadcast: vec![0, 1, 2],
-        nested_ran_here: true,
-    }
-}
-
 /// Asserts that every [`Seen`] recorded in `seen` is `expected`, naming the call that differed.
 fn assert_all_seen(seen: Mutex<Vec<(String, Seen)>>, expected: &Seen) {
     let seen = seen.into_inner().unwrap();
@@ -91,29 +80,40 @@ fn assert_all_seen(seen: Mutex<Vec<(String, Seen)>>, expected: &Seen) {
     }
 }
 
-/// `x.join(a, b)` on a worker of another pool, 16 waits deep: `a` and `b` run in x.
-#[test]
-fn join_called_at_the_depth_limit_runs_in_its_pool() {
+/// Makes `calls` on x, a pool of three threads, from the worker of another pool 16 waits deep;
+/// the code they run calls `look_in(name)` to record what it sees ([`look`]), which must be x
+/// as a thread that is not one of its workers sees it.
+fn assert_deep_calls_see_x(calls: impl FnOnce(&ThreadPool, &(dyn Fn(String) + Sync)) + Send) {
     let (deep, x) = (pool(1), pool(3));
     let seen = Mutex::new(Vec::new());
     at_depth_limit(&deep, || {
-        let look_in = |name: &str| seen.lock().unwrap().push((name.to_owned(), look()));
-        x.join(|| look_in("join's a"), || look_in("join's b"));
+        calls(&x, &|name| seen.lock().unwrap().push((name, look())));
     });
-    assert_all_seen(seen, &outsider_in_three());
+    let outsider = Seen {
+        num_threads: 3,
+        index: None,
+        broadcast: vec![0, 1, 2],
+        nested_ran_here: true,
+    };
+    assert_all_seen(seen, &outsider);
+}
+
+/// `x.join(a, b)` on a worker of another pool, 16 waits deep: `a` and `b` run in x.
+#[test]
+fn join_called_at_the_depth_limit_runs_in_its_pool() {
+    assert_deep_calls_see_x(|x, look_in| {
+        x.join(|| look_in("join's a".into()), || look_in("join's b".into()));
+    });
 }
 
 /// The loops of `x` (every strategy, in chunks, reductions) on a worker of another pool, 16
 /// waits deep: their bodies run in x.
 #[test]
 fn loops_called_at_the_depth_limit_run_in_their_pool() {
-    let (deep, x) = (pool(1), pool(3));
-    let seen = Mutex::new(Vec::new());
-    at_depth_limit(&deep, || {
-        let look_in = |name: String| seen.lock().unwrap().push((name, look()));
+    assert_deep_calls_see_x(|x, look_in| {
         for strategy in all_strategies() {
             x.parallel_for_with(&strategy, 0..3, |i| {
-                look_in(format!("{strategy:?} body {i}"))
+                look_in(format!("{strategy:?} body {i}"));
             });
             x.parallel_for_chunks_with(&strategy, 0..3, |chunk| {
                 look_in(format!("{strategy:?} chunk {chunk:?}"));
@@ -130,24 +130,19 @@ fn loops_called_at_the_depth_limit_run_in_their_pool() {
         );
         assert_eq!(sum, 3);
     });
-    assert_all_seen(seen, &outsider_in_three());
 }
 
 /// `x.scope(..)` and `x.install(..)` on a worker of another pool, 16 waits deep: they enter x
 /// (they do not run sequentially themselves), so their closures and tasks run in x.
 #[test]
 fn scope_and_install_called_at_the_depth_limit_run_in_their_pool() {
-    let (deep, x) = (pool(1), pool(3));
-    let seen = Mutex::new(Vec::new());
-    at_depth_limit(&deep, || {
-        let look_in = |name: &str| seen.lock().unwrap().push((name.to_owned(), look()));
+    assert_deep_calls_see_x(|x, look_in| {
         x.scope(|s| {
-            look_in("scope");
-            s.spawn(|_| look_in("scope's task"));
+            look_in("scope".into());
+            s.spawn(|_| look_in("scope's task".into()));
         });
-        x.install(|| look_in("install"));
+        x.install(|| look_in("install".into()));
     });
-    assert_all_seen(seen, &outsider_in_three());
 }
 
 /// A worker of x, 16 waits deep, that entered another pool (a guest of it, through
