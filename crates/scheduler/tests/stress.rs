@@ -32,11 +32,23 @@
 //! in whichever pool the thread was in, where an index of the intended pool failed with
 //! `NoSuchThread`).
 //!
+//! Every leaf also checks that `current_num_threads()` is its node's pool's (a round fails if
+//! one saw another pool).
+//!
+//! The away test (`pools_waiting_away_from_home_lose_nothing`, pools of 17 to 24 threads and of
+//! 2 or 3, see [`away_plan`]) makes the paths of a worker waiting away from its pool busy: more
+//! than 16 workers of A in `b.install` at once (some block on the call queued on B) while B's
+//! broadcast jobs `a.spawn` and wait; chains of up to 23 waits on one worker of A, calling into
+//! B from there (below 16 waits it runs all of A's work, deeper only what is handed to it);
+//! loops and joins on the other pool from that deep (an inline context). Without 3025ed3's fix
+//! (589f554's `src/`) it hung in 5 runs of 5, within 9 release rounds (A's spawns left queued).
+//!
 //! Each round is bounded by a watchdog: a round that does not finish within [`ROUND_LIMIT`]
 //! prints a snapshot of every pool (which workers wait on what) and aborts the test process.
 //!
 //! Rounds: `PARBENCH_STRESS_ROUNDS` (default 24 here; `scripts/test.sh` runs 10 000 in release);
-//! the cross-pool test runs half as many, or `PARBENCH_CROSS_POOL_ROUNDS`.
+//! the cross-pool and away tests run half as many, or `PARBENCH_CROSS_POOL_ROUNDS` (the away
+//! test's 5 000 took 31 s in release on 2 cores).
 
 mod fixtures;
 
@@ -62,10 +74,12 @@ struct Injected(usize);
 /// What a plan node does. `pool` is an index into the pools of the round (always 0 in the
 /// single-pool test).
 enum Plan {
-    /// Counts its hit; panics if `panics`.
+    /// Counts its hit; panics if `panics`. Run inside `pool` (the pool the enclosing node runs
+    /// its children in): it records it if `current_num_threads()` is another pool's.
     Leaf {
         id: usize,
         panics: bool,
+        pool: usize,
     },
     /// Spawns a detached task on worker `worker % num_threads` of `pool` (the pool the
     /// enclosing node runs its children in) that counts its run.
@@ -100,6 +114,13 @@ enum Plan {
     Broadcast {
         pool: usize,
         children: Vec<Plan>,
+    },
+    /// `pool.spawn`s a task that runs `child`, and blocks (runs nothing) until the task has run,
+    /// re-raising its panic: work queued on the pool as a whole, which the pool's threads must
+    /// take from its injector (see [`away_plan`]).
+    Spawn {
+        pool: usize,
+        child: Box<Plan>,
     },
 }
 
@@ -164,6 +185,7 @@ fn random_plan(
         0..=3 => Plan::Leaf {
             id: ids.take(),
             panics: rng.below(2000) == 0,
+            pool: here.unwrap_or(0),
         },
         // Leaves run in a pool's context: `here` is set below the top.
         4 => Plan::Detached {
@@ -229,6 +251,105 @@ fn random_plan(
     }
 }
 
+/// An outside caller's plan of the single-pool and cross-pool tests.
+fn caller_plan(rng: &mut SplitMix, ids: &mut Ids, strategies: &[Strategy], shape: &Shape) -> Plan {
+    random_plan(rng, ids, 3, strategies, shape, None)
+}
+
+/// The pools of the away test: `A`, of more than 16 threads (more than a pool's guest slots),
+/// and `B`, of 2 or 3.
+const A: usize = 0;
+const B: usize = 1;
+
+/// A leaf run in `pool`; the away test's plans have hundreds per round, so it panics more
+/// rarely than [`random_plan`]'s.
+fn leaf(rng: &mut SplitMix, ids: &mut Ids, pool: usize) -> Plan {
+    Plan::Leaf {
+        id: ids.take(),
+        panics: rng.below(4000) == 0,
+        pool,
+    }
+}
+
+/// An outside caller's plan in the away test (pools `A` and `B`, see [`A`]), one of:
+/// * every worker of A calls `b.install` at once (a broadcast on A), so that 16 of them wait as
+///   guests of B and the others block on the call queued on B; there, a broadcast on B whose
+///   jobs `a.spawn` a leaf and wait for it (blocked, running nothing), or run a random plan
+///   that calls back into A (installs included). Every worker of A waits away from A then, and
+///   only they can run what is spawned there; the caller itself usually `spawn`s the broadcast
+///   and blocks, so that it takes none of A's work as a guest of A would. (A leaf: a spawned
+///   plan that waited could run, while it waits, a task that needs the blocked B worker.);
+/// * a chain of `levels` (1 to 23) broadcasts on A nested on one of its workers (each level's
+///   job on that worker makes the next broadcast, the other jobs are leaves), so that at the
+///   bottom it has about that many waits on its stack, and there a random plan run in B
+///   (`b.install`) or in A: from 16 waits deep its loops and joins on the other pool run
+///   sequentially in that pool (`Slot::Inline`), its installs and broadcasts wait away in the
+///   mode that runs only the work handed to the worker, while its calls back into A hand
+///   work to it; shallower, the waits run all of A's work;
+/// * a plan of the cross-pool test.
+///
+/// Only B's workers block on a spawn (broadcast jobs of B) and only A's spawns are waited for,
+/// and only one worker of A per chain gets deep: A always has workers that wait away shallow,
+/// or are free, to run what is spawned there, so the plans cannot deadlock.
+fn away_plan(rng: &mut SplitMix, ids: &mut Ids, strategies: &[Strategy], shape: &Shape) -> Plan {
+    let (a_threads, b_threads) = (shape.sizes[A], shape.sizes[B]);
+    match rng.below(3) {
+        0 => {
+            let b_job = |rng: &mut SplitMix, ids: &mut Ids| match rng.below(3) {
+                0 | 1 => Plan::Spawn {
+                    pool: A,
+                    child: Box::new(leaf(rng, ids, A)),
+                },
+                _ => random_plan(rng, ids, 1, strategies, shape, Some(B)),
+            };
+            let fan_out = Plan::Broadcast {
+                pool: A,
+                children: (0..a_threads)
+                    .map(|_| Plan::Install {
+                        pool: B,
+                        child: Box::new(Plan::Broadcast {
+                            pool: B,
+                            children: (0..b_threads).map(|_| b_job(rng, ids)).collect(),
+                        }),
+                    })
+                    .collect(),
+            };
+            if rng.below(4) == 0 {
+                fan_out
+            } else {
+                Plan::Spawn {
+                    pool: A,
+                    child: Box::new(fan_out),
+                }
+            }
+        }
+        1 => {
+            let (levels, deep) = (1 + rng.below(23), rng.below(a_threads));
+            let mut chain = match rng.below(2) {
+                0 => Plan::Install {
+                    pool: B,
+                    child: Box::new(random_plan(rng, ids, 2, strategies, shape, Some(B))),
+                },
+                _ => random_plan(rng, ids, 2, strategies, shape, Some(A)),
+            };
+            for _ in 0..levels {
+                let mut next = Some(chain);
+                chain = Plan::Broadcast {
+                    pool: A,
+                    children: (0..a_threads)
+                        .map(|i| match i == deep {
+                            true => next.take().expect("one deep job"),
+                            false => leaf(rng, ids, A),
+                        })
+                        .collect(),
+                };
+            }
+            chain
+        }
+        _ => random_plan(rng, ids, 3, strategies, shape, None),
+    }
+}
+
 /// What the plans of one pool generation observe.
 struct Counters {
     /// Per leaf id of the current round: how often it ran.
@@ -238,13 +359,26 @@ struct Counters {
     /// Detached tasks spawned and run on the current pool.
     spawned: AtomicUsize,
     ran: Arc<AtomicUsize>,
+    /// Leaves that ran in another pool than their node's: what they saw.
+    misplaced: Mutex<Vec<String>>,
 }
 
 fn execute(pools: &[&ThreadPool], plan: &Plan, counters: &Counters) {
     let each = |children: &[Plan], i: usize| execute(pools, &children[i], counters);
     match plan {
-        Plan::Leaf { id, panics } => {
+        Plan::Leaf { id, panics, pool } => {
             counters.hits[*id].fetch_add(1, Ordering::Relaxed);
+            let (seen, expected) = (
+                parbench_scheduler::current_num_threads(),
+                pools[*pool].num_threads(),
+            );
+            if seen != expected {
+                counters.misplaced.lock().unwrap().push(format!(
+                    "leaf {id} of pool {pool} ({expected} threads) saw {seen} threads \
+                     (current_thread_index {:?})",
+                    parbench_scheduler::current_thread_index()
+                ));
+            }
             if *panics {
                 counters.fired.lock().unwrap().push(*id);
                 panic::panic_any(Injected(*id));
@@ -290,6 +424,28 @@ fn execute(pools: &[&ThreadPool], plan: &Plan, counters: &Counters) {
         Plan::Broadcast { pool, children } => {
             pools[*pool].broadcast(|ctx| each(children, ctx.index()));
         }
+        Plan::Spawn { pool, child } => spawn_and_wait(pools[*pool], || {
+            execute(pools, child, counters);
+        }),
+    }
+}
+
+/// `pool.spawn(task)`, then blocks until `task` has run; re-raises its panic.
+fn spawn_and_wait(pool: &ThreadPool, task: impl FnOnce() + Send) {
+    let (done, outcome) = mpsc::channel();
+    let task: Box<dyn FnOnce() + Send + '_> = Box::new(move || {
+        // The send is the task's last use of what it borrows.
+        let _ = done.send(panic::catch_unwind(AssertUnwindSafe(task)));
+    });
+    // SAFETY: only the lifetime changes. This frame outlives every use of what `task` borrows:
+    // it returns (or unwinds) only after `recv` below returned, that is after the task sent its
+    // outcome (its last use of those borrows) or was dropped without running (its sender gone).
+    let task: Box<dyn FnOnce() + Send + 'static> = unsafe { std::mem::transmute(task) };
+    pool.spawn(task);
+    match outcome.recv() {
+        Ok(Ok(())) => {}
+        Ok(Err(payload)) => panic::resume_unwind(payload),
+        Err(mpsc::RecvError) => panic!("a spawned task was dropped without running"),
     }
 }
 
@@ -306,7 +462,7 @@ fn leaves(plan: &Plan, out: &mut Vec<usize>) {
             leaves(a, out);
             leaves(b, out);
         }
-        Plan::Install { child, .. } => leaves(child, out),
+        Plan::Install { child, .. } | Plan::Spawn { child, .. } => leaves(child, out),
     }
 }
 
@@ -458,6 +614,8 @@ struct Setup {
     generations: Vec<Shape>,
     /// Outside threads running a plan at once each round.
     callers: usize,
+    /// A caller's plan for a round on pools of `shape`.
+    plan: fn(&mut SplitMix, &mut Ids, &[Strategy], &Shape) -> Plan,
     rounds: usize,
     seed: u64,
 }
@@ -510,13 +668,14 @@ fn run(setup: &Setup) {
 
         let mut ids = Ids { next: 0 };
         let plans: Vec<Plan> = (0..setup.callers)
-            .map(|_| random_plan(&mut rng, &mut ids, 3, &strategies, shape, None))
+            .map(|_| (setup.plan)(&mut rng, &mut ids, &strategies, shape))
             .collect();
         let counters = Counters {
             hits: (0..ids.next).map(|_| AtomicUsize::new(0)).collect(),
             fired: Mutex::new(Vec::new()),
             spawned: AtomicUsize::new(0),
             ran: Arc::clone(&ran),
+            misplaced: Mutex::new(Vec::new()),
         };
         let outcomes: Vec<Result<(), Box<dyn Any + Send>>> = std::thread::scope(|s| {
             let handles: Vec<_> = plans
@@ -540,6 +699,14 @@ fn run(setup: &Setup) {
         if !counters.fired.lock().unwrap().is_empty() {
             panicking_rounds += 1;
         }
+        let misplaced = std::mem::take(&mut *counters.misplaced.lock().unwrap());
+        assert!(
+            misplaced.is_empty(),
+            "round {round} (pools of {:?} threads): {} leaves ran in another pool, e.g. {:?}",
+            shape.sizes,
+            misplaced.len(),
+            &misplaced[..misplaced.len().min(3)]
+        );
         for (caller, (outcome, plan)) in outcomes.into_iter().zip(&plans).enumerate() {
             if let Err(failure) = check_caller(caller, outcome, plan, &counters) {
                 panic!(
@@ -572,6 +739,7 @@ fn oversubscribed_pools_of_64_and_256_threads_lose_nothing() {
     run(&Setup {
         generations: vec![single(64), single(256), single(2)],
         callers: CALLERS,
+        plan: caller_plan,
         rounds: rounds(),
         seed: 0x5EED_2026,
     });
@@ -599,7 +767,27 @@ fn pools_calling_into_each_other_lose_nothing() {
             cross(&[2, 32], None),
         ],
         callers: CROSS_CALLERS,
+        plan: caller_plan,
         rounds: cross_pool_rounds(),
         seed: 0xC055_2026,
+    });
+}
+
+/// Workers waiting away from their pool: more than 16 workers of A in `b.install` at once
+/// while B's work spawns into A and waits; chains of waits nested past `MAX_NESTED_WAITS` (16)
+/// on a worker of A mixed with shallow ones, calling into B and back from there; loops and
+/// joins on the other pool made from that deep. See [`away_plan`].
+#[test]
+fn pools_waiting_away_from_home_lose_nothing() {
+    let pair = |a: usize, b: usize| Shape {
+        sizes: vec![a, b],
+        sink: None,
+    };
+    run(&Setup {
+        generations: vec![pair(20, 2), pair(24, 3), pair(17, 2)],
+        callers: CROSS_CALLERS,
+        plan: away_plan,
+        rounds: cross_pool_rounds(),
+        seed: 0xA3A1_2026,
     });
 }
