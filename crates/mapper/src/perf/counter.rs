@@ -9,9 +9,17 @@
 //!
 //! `pid = 0, cpu = -1` (perf-event's default) observes the *calling thread* only, wherever it
 //! runs, so counters must be opened on the thread they observe.
+//!
+//! perf-event 0.4.9 opens counters without `PERF_FLAG_FD_CLOEXEC`: every command started later
+//! inherited every counter open then, took descriptor slots under its limit with them (a shell
+//! started under a low limit then failed to load libc) and kept them open as long as it ran.
+//! Each counter is made close-on-exec right after it opened; a process another thread starts
+//! in between still inherits it.
 
 use perf_event::events::{Cache, CacheOp};
 use perf_event::hooks::sys::bindings::PERF_TYPE_RAW;
+use std::os::fd::AsRawFd;
+
 use perf_event::{Builder, Counter};
 
 use super::ProfileError;
@@ -163,6 +171,10 @@ impl EventCounter {
             _ => build(false),
         }
         .map_err(|error| ProfileError::from_open(spec.name, error))?;
+        close_on_exec(&counter).map_err(|source| ProfileError::Os {
+            event: spec.name.to_owned(),
+            source,
+        })?;
         Ok(EventCounter {
             spec: *spec,
             counter,
@@ -265,5 +277,50 @@ impl EventCounter {
             time_enabled: raw.time_enabled,
             time_running: raw.time_running,
         })
+    }
+}
+
+/// Sets `FD_CLOEXEC` on `counter`'s descriptor, so that commands started later do not inherit it.
+fn close_on_exec(counter: &Counter) -> std::io::Result<()> {
+    let fd = counter.as_raw_fd();
+    // SAFETY: fcntl on a descriptor `counter` owns and keeps open; F_GETFD/F_SETFD only read and
+    // set its descriptor flags.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::SOFTWARE_EVENTS;
+
+    fn is_close_on_exec(counter: &EventCounter) -> bool {
+        // SAFETY: F_GETFD on a descriptor the counter owns and keeps open.
+        let flags = unsafe { libc::fcntl(counter.counter.as_raw_fd(), libc::F_GETFD) };
+        assert!(flags >= 0, "{}", std::io::Error::last_os_error());
+        flags & libc::FD_CLOEXEC != 0
+    }
+
+    #[test]
+    fn every_way_of_opening_a_counter_leaves_it_out_of_started_commands() {
+        let spec = &SOFTWARE_EVENTS[0];
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let opened = [
+            EventCounter::open_on_current_thread(spec),
+            EventCounter::open_for_next_exec(spec),
+            EventCounter::open_on_thread(spec, child.id() as libc::pid_t),
+        ];
+        child.kill().unwrap();
+        child.wait().unwrap();
+        for counter in opened {
+            assert!(is_close_on_exec(&counter.unwrap()));
+        }
     }
 }
