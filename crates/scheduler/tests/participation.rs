@@ -710,32 +710,41 @@ fn a_two_thread_tree_owner_makes_no_offer_after_its_first_was_stolen() {
     );
 }
 
-/// More than two threads on one heavy share: the caller's block of a 4-thread tree call is slow
-/// (200 µs per iteration), the workers' blocks are instant. The first idle worker joins the
-/// caller through its first offer and takes chunks from the top; the caller, its deque empty
-/// again, makes another offer, through which a second idle worker joins, and so on. At least
-/// two different workers must run iterations of the caller's block: one thief alone, or none,
-/// means the later offers are missing.
+/// More than two threads on one heavy share: the caller's block of a 4-thread tree call is slow,
+/// the workers' blocks are instant. The first idle worker joins the caller through its first
+/// offer and takes chunks from the top; the caller, its deque empty again, makes another offer,
+/// through which a second idle worker joins, and so on. At least two different workers must run
+/// iterations of the caller's block: one thief alone, or none, means the later offers are
+/// missing.
+///
+/// Each iteration of the slow block lasts until two workers have run one (up to 20 ms): a fixed
+/// 200 µs made the block 20 ms in all, and with four spinning threads on two loaded cores the
+/// second thief was not always scheduled within it (a fresh-clone CI run beside three builds
+/// failed so). Without later offers the block now takes about a second and the test fails.
 #[test]
 fn more_idle_threads_join_one_heavy_tree_share_through_later_offers() {
     let (pool, strategy) = spinning_pool_with_tree_grain(4, 4);
     let n = 400;
-    let helpers = Mutex::new(HashSet::new());
+    // One bit per worker that ran an iteration of the slow block.
+    let helpers = AtomicUsize::new(0);
     let ran = (0..n).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>();
     pool.parallel_for_with(&strategy, 0..n, |i| {
         ran[i].fetch_add(1, Ordering::Relaxed);
         if i < n / 4 {
             if let Some(worker) = pool.current_thread_index() {
-                helpers.lock().unwrap().insert(worker);
+                helpers.fetch_or(1 << worker, Ordering::Relaxed);
             }
-            spin(Duration::from_micros(200), &|| false);
+            spin(Duration::from_millis(20), &|| {
+                helpers.load(Ordering::Relaxed).count_ones() >= 2
+            });
         }
     });
     assert!(ran.iter().all(|count| count.load(Ordering::Relaxed) == 1));
-    let helpers = helpers.into_inner().unwrap();
+    let helpers = helpers.into_inner();
     assert!(
-        helpers.len() >= 2,
-        "only {helpers:?} of the 3 idle workers ran part of the caller's slow block"
+        helpers.count_ones() >= 2,
+        "only workers {helpers:#b} (a bit each) of the 3 idle ones ran part of the caller's slow \
+         block"
     );
 }
 
