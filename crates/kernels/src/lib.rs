@@ -30,7 +30,7 @@
 //! | `reduce` | the sum against a sequential sum | — |
 //! | `scan` | every element against a sequential scan, and the up-sweep's total against the input's sum (the result never reads the up-sweep's last node of each level) | — |
 //! | `sched-time` | a count and checksum of the loop's iterations (a scheduler's own probe reports none) | — |
-//! | `trapezoid` | π within a tolerance; each block run once, checked in a second, untimed call | in the timed call, at blocks of one, a block in place of its neighbour (below the tolerance's rounding bound), unless the check's call is broken too |
+//! | `trapezoid` | π within a tolerance; each block run once, checked in a second, untimed call | in the timed call, at blocks of one, a block in place of its neighbour (it moves the total by less than a sound tolerance must allow for rounding; near x = 0 not at all), unless the check's call is broken too |
 //! | `spawn-cost` | a count and checksum of the tasks run | — |
 //! | `fp-add` … `load-dep` | each task's result, and no task run twice | — |
 //! | `nqueens` | the solution count, and a checksum of the boards the cutoff-level tasks searched | — |
