@@ -45,7 +45,9 @@ step "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "cargo test --workspace (unit, integration and doc tests)"
-cargo test --workspace --locked 2>&1 | tee "$target_root/test-output.txt"
+# --no-fail-fast: one failing test binary must not hide the others' results (cargo stops at the
+# first by default); the step still fails at its end.
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$target_root/test-output.txt"
 
 step "loom models of the scheduler's completion, split-range, away-hand-off and exit protocols"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$target_root/loom \
