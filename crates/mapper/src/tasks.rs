@@ -85,6 +85,9 @@ pub struct ProcessStat {
     pub ppid: Pid,
     /// Process group id.
     pub pgrp: Pid,
+    /// Start time ([`parse_start_time`]): with the pid, what tells a process from a later one
+    /// the kernel gave its pid to. `None` only for a truncated text.
+    pub start_time: Option<u64>,
 }
 
 /// Parses the text of `/proc/PID/stat`. The name is in parentheses and may itself contain
@@ -94,6 +97,9 @@ pub struct ProcessStat {
 /// use parbench_mapper::tasks::parse_stat;
 /// let stat = parse_stat("42 (a (b) c) S 7 42 42 0 -1").unwrap();
 /// assert_eq!((stat.pid, stat.comm.as_str(), stat.state, stat.ppid, stat.pgrp), (42, "a (b) c", 'S', 7, 42));
+/// assert_eq!(stat.start_time, None);
+/// let full = "42 (sh) S 7 42 42 0 -1 4194560 1 0 0 0 3 1 0 0 20 0 1 0 123456 2 3";
+/// assert_eq!(parse_stat(full).unwrap().start_time, Some(123456));
 /// assert!(parse_stat("garbage").is_none());
 /// ```
 pub fn parse_stat(text: &str) -> Option<ProcessStat> {
@@ -111,6 +117,7 @@ pub fn parse_stat(text: &str) -> Option<ProcessStat> {
         state,
         ppid,
         pgrp,
+        start_time: parse_start_time(text),
     })
 }
 

@@ -55,6 +55,13 @@ fn in_new_pid_namespace(name: &str, inside: fn()) {
     );
 }
 
+/// The first sleep exits and is reaped; the next PID is set back so that the second sleep gets
+/// the first one's PID (and TID); the shell exits with 9 if it did not. Each sleep runs for half
+/// a second: the scans of `profile_command` and `corun` come every 50 and 100 ms at most.
+const SECOND_SLEEP_REUSES_THE_FIRSTS_PID: &str = "sleep 0.5 & first=$!; wait; \
+     echo $((first - 1)) > /proc/sys/kernel/ns_last_pid; \
+     sleep 0.5 & second=$!; wait; [ $first = $second ] || exit 9";
+
 #[test]
 fn corun_as_pid_1_runs_its_commands() {
     in_new_pid_namespace("corun_as_pid_1_runs_its_commands", || {
@@ -78,13 +85,9 @@ fn a_thread_that_reuses_an_exited_threads_tid_is_listed_too() {
     in_new_pid_namespace(
         "a_thread_that_reuses_an_exited_threads_tid_is_listed_too",
         || {
-            // The first sleep exits and is reaped; the next PID is set back so that the second
-            // sleep gets the first one's PID (and TID); the shell exits with 9 if it did not.
-            // Each sleep runs for half a second: the scans come every 50 ms at most.
-            let script = "sleep 0.5 & first=$!; wait; \
-                          echo $((first - 1)) > /proc/sys/kernel/ns_last_pid; \
-                          sleep 0.5 & second=$!; wait; [ $first = $second ] || exit 9";
-            let argv: Vec<String> = ["sh", "-c", script].map(String::from).to_vec();
+            let argv: Vec<String> = ["sh", "-c", SECOND_SLEEP_REUSES_THE_FIRSTS_PID]
+                .map(String::from)
+                .to_vec();
             let request = ProfileRequest::software_only("sh", 1);
             let profile = profile_command(&argv, &request, None).unwrap();
             assert_eq!(profile.exit_code, Some(0), "TID not reused: {profile}");
@@ -92,6 +95,38 @@ fn a_thread_that_reuses_an_exited_threads_tid_is_listed_too() {
             assert_eq!(tids.len(), 3, "the shell and both sleeps: {profile}");
             assert_eq!(tids[1], tids[2], "{profile}");
             assert_eq!(profile.threads_not_listed, 0, "{profile}");
+        },
+    );
+}
+
+#[test]
+fn corun_counts_a_process_that_reuses_an_exited_ones_pid_as_another() {
+    in_new_pid_namespace(
+        "corun_counts_a_process_that_reuses_an_exited_ones_pid_as_another",
+        || {
+            let topology = Topology::this_system().unwrap();
+            let options = CorunOptions {
+                algorithm: Algorithm::Os,
+                output: ChildOutput::Null,
+                ..CorunOptions::default()
+            };
+            let commands = [CommandSpec::new(
+                ["sh", "-c", SECOND_SLEEP_REUSES_THE_FIRSTS_PID]
+                    .map(String::from)
+                    .to_vec(),
+            )];
+            let report = corun(&topology, &commands, &options, &AtomicBool::new(false)).unwrap();
+            let outcome = &report.commands[0];
+            assert_eq!(
+                outcome.status,
+                CommandStatus::Exited { code: 0 },
+                "PID not reused: {report}"
+            );
+            assert_eq!(
+                outcome.processes_seen, 3,
+                "the shell and both sleeps: {report}"
+            );
+            assert_eq!(outcome.threads_seen, 3, "{report}");
         },
     );
 }

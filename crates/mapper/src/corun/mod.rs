@@ -267,7 +267,7 @@ pub struct CommandOutcome {
     pub wall_s: Option<f64>,
     /// Distinct threads seen (over all its processes).
     pub threads_seen: usize,
-    /// Distinct processes seen.
+    /// Distinct processes seen (a process that got the pid of an exited one counts too).
     pub processes_seen: usize,
     /// Processes of its group still running when its leader exited, which the watch killed.
     pub leftovers_killed: usize,
@@ -479,7 +479,8 @@ pub fn corun(
     let mut roster = Roster::new(topology, options.algorithm, mixes);
     let mut launched = launch::Launched::default();
     let mut statuses: Vec<Option<CommandStatus>> = vec![None; commands.len()];
-    let mut processes_seen: Vec<Vec<Pid>> = vec![Vec::new(); commands.len()];
+    // Each process with its start time: a pid alone may be an exited process's, reused.
+    let mut processes_seen: Vec<Vec<(Pid, Option<u64>)>> = vec![Vec::new(); commands.len()];
     let mut leftovers = vec![0usize; commands.len()];
     let mut outside_seen: Vec<Vec<ProcessStat>> = vec![Vec::new(); commands.len()];
     let start = Instant::now();
@@ -547,8 +548,12 @@ pub fn corun(
             }
             note_outside_group(running.pid, &processes, &mut outside_seen[index]);
             for (pid, threads) in members(running.pid, &processes) {
-                if !processes_seen[index].contains(&pid) {
-                    processes_seen[index].push(pid);
+                let start = processes
+                    .iter()
+                    .find(|p| p.pid == pid)
+                    .and_then(|p| p.start_time);
+                if !processes_seen[index].contains(&(pid, start)) {
+                    processes_seen[index].push((pid, start));
                 }
                 alive.extend(live_threads(index, pid, threads));
             }
