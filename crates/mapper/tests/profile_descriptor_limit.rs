@@ -5,13 +5,23 @@
 //! left without counters are counted as not listed, and the scans of `/proc` must go on finding
 //! them (with no descriptor left they failed, and later threads went unseen).
 //!
+//! `profile_threads` opens one descriptor per event on each of its threads, all open at once:
+//! it raises the soft limit as well, and says when the hard limit is too low before the workload
+//! runs (before, the threads failed part-way with `EMFILE`). Both need one descriptor free for
+//! the probe, which opens each event alone (before, a limit with none free marked every event
+//! unavailable, "Too many open files").
+//!
 //! The limits are process-wide and a lowered hard limit cannot be raised again without
 //! privileges: each case lowers them in a child process, this test binary run again for one
 //! test with `CHILD_CASE` set, so this process's limits are never touched.
 
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use parbench_mapper::perf::{CommandProfile, ProfileError, ProfileRequest, profile_command};
+use parbench_mapper::perf::{
+    CommandProfile, Profile, ProfileError, ProfileRequest, Quantity, profile_command,
+    profile_threads,
+};
 
 /// Names the case a child process runs; unset in the parent.
 const CHILD_CASE: &str = "PARBENCH_DESCRIPTOR_LIMIT_CASE";
@@ -33,6 +43,44 @@ fn limits() -> libc::rlimit {
     limit
 }
 
+/// The limit that leaves exactly `free` descriptor numbers unused below it: the limit bounds
+/// numbers, and descriptors this process inherited may be open anywhere (a shell's fd 251 takes
+/// none of the numbers below 64), so "open plus n" would leave more room on one machine than on
+/// another.
+fn limit_leaving(free: u64) -> u64 {
+    let open: Vec<u64> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    // The listing's own descriptor is closed by now, and free.
+    let is_free =
+        |fd: &u64| !open.contains(fd) || std::fs::metadata(format!("/proc/self/fd/{fd}")).is_err();
+    (0..).filter(is_free).nth(free as usize).unwrap()
+}
+
+/// In the child: lowers the soft limit to `soft` (and the hard one with `hard_too`).
+fn lower_limits(soft: u64, hard_too: bool) {
+    let before = limits();
+    // Room above for the profiles' counters once the soft limit is raised.
+    assert!(before.rlim_max > soft + 128, "{}", before.rlim_max);
+    let lowered = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: if hard_too { soft } else { before.rlim_max },
+    };
+    // SAFETY: setrlimit reads a valid rlimit; lowering is always allowed. This is a child
+    // process running this one test.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lowered) }, 0);
+}
+
+/// Profiles 4 threads of a short spin under the software events, counting the runs.
+fn profile_four_threads(runs: &AtomicUsize) -> Result<Profile, ProfileError> {
+    profile_threads(&ProfileRequest::software_only("spin", 4), |_| {
+        // Relaxed: a plain count, read after the threads were joined.
+        runs.fetch_add(1, Ordering::Relaxed);
+        std::hint::black_box((0..100_000u64).sum::<u64>());
+    })
+}
+
 /// In the child: lowers the soft limit (and the hard one with `hard_too`) to room for the
 /// inherited counters, profile_command's 16 spare descriptors and about two threads' counters
 /// (`room` false: to one descriptor more than are open), then profiles the shell and four
@@ -41,19 +89,7 @@ fn profile_under_lowered_limit(room: bool, hard_too: bool) -> Result<CommandProf
     let request = ProfileRequest::software_only("sh", 1);
     let events = request.events.len() as u64;
     let low = open_descriptors() + if room { 3 * events + 16 } else { 1 };
-    let before = limits();
-    assert!(
-        before.rlim_max > low + 5 * events + 64,
-        "{}",
-        before.rlim_max
-    );
-    let lowered = libc::rlimit {
-        rlim_cur: low,
-        rlim_max: if hard_too { low } else { before.rlim_max },
-    };
-    // SAFETY: setrlimit reads a valid rlimit; lowering is always allowed. This is a child
-    // process running this one test.
-    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lowered) }, 0);
+    lower_limits(low, hard_too);
     let script = "for i in 1 2 3 4; do sleep 1 & done; wait";
     let argv: Vec<String> = ["sh", "-c", script].map(String::from).to_vec();
     profile_command(&argv, &request, None)
@@ -141,4 +177,58 @@ fn a_hard_limit_too_low_for_the_totals_is_a_typed_error_naming_it() {
         error.to_string().contains(&format!("the limit is {limit}")),
         "{error}"
     );
+}
+
+#[test]
+fn profile_threads_raises_a_soft_limit_too_low_for_its_counters() {
+    if !is_child_for("profile_threads_raises_a_soft_limit_too_low_for_its_counters") {
+        return;
+    }
+    // Room for the probe only; the 4 threads need 12.
+    lower_limits(limit_leaving(1), false);
+    let runs = AtomicUsize::new(0);
+    let profile = profile_four_threads(&runs).unwrap();
+    assert!(profile.unavailable.is_empty(), "{profile}");
+    for thread in 0..4 {
+        let clock = profile.thread_totals(thread).unwrap()[&Quantity::TaskClockNs];
+        assert!(clock.unwrap() > 0.0, "{profile}");
+    }
+    let now = limits();
+    assert_eq!(now.rlim_cur, now.rlim_max);
+}
+
+#[test]
+fn profile_threads_under_a_hard_limit_too_low_is_a_typed_error_before_the_workload_runs() {
+    if !is_child_for(
+        "profile_threads_under_a_hard_limit_too_low_is_a_typed_error_before_the_workload_runs",
+    ) {
+        return;
+    }
+    let low = limit_leaving(1);
+    lower_limits(low, true);
+    let runs = AtomicUsize::new(0);
+    let error = profile_four_threads(&runs).unwrap_err();
+    match &error {
+        ProfileError::DescriptorLimit { limit, hard, .. } => {
+            assert_eq!((*limit, *hard), (low, low), "{error}")
+        }
+        other => panic!("expected DescriptorLimit, got {other:?}"),
+    }
+    assert_eq!(runs.load(Ordering::Relaxed), 0, "the workload ran");
+}
+
+#[test]
+fn no_descriptor_free_for_the_probe_leaves_the_events_available() {
+    if !is_child_for("no_descriptor_free_for_the_probe_leaves_the_events_available") {
+        return;
+    }
+    lower_limits(limit_leaving(0), false);
+    let runs = AtomicUsize::new(0);
+    let threads = profile_four_threads(&runs).unwrap();
+    assert!(threads.unavailable.is_empty(), "{threads}");
+    // Lowering the soft limit again is allowed: the hard one is where it was.
+    lower_limits(limit_leaving(0), false);
+    let argv: Vec<String> = ["sh", "-c", "true"].map(String::from).to_vec();
+    let command = profile_command(&argv, &ProfileRequest::software_only("sh", 1), None).unwrap();
+    assert!(command.profile.unavailable.is_empty(), "{command}");
 }

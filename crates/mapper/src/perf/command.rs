@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::descriptors;
 use super::profile::{counted_quantities, read_json_file};
 use super::{MixSource, Profile, ProfileError, ProfileRequest, ThreadCounters, probe_events};
 use crate::corun::ChildOutput;
@@ -38,32 +39,6 @@ const SPARE_DESCRIPTORS: u64 = 16;
 /// Descriptors starting the command takes for a moment: the pipe that reports a failed `exec`,
 /// the pidfd, and one to read `/proc`.
 const DESCRIPTORS_TO_START: u64 = 4;
-
-/// This process's soft and hard limits on open descriptors (`u64::MAX` when unlimited or
-/// unknown).
-fn descriptor_limits() -> (u64, u64) {
-    let mut limit = libc::rlimit {
-        rlim_cur: libc::RLIM_INFINITY,
-        rlim_max: libc::RLIM_INFINITY,
-    };
-    // SAFETY: getrlimit writes into a valid rlimit we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return (u64::MAX, u64::MAX);
-    }
-    let value = |v| {
-        if v == libc::RLIM_INFINITY {
-            u64::MAX
-        } else {
-            v
-        }
-    };
-    (value(limit.rlim_cur), value(limit.rlim_max))
-}
-
-/// Descriptors this process has open now (one more while counting them).
-fn open_descriptors() -> u64 {
-    std::fs::read_dir("/proc/self/fd").map_or(0, |entries| entries.count() as u64)
-}
 
 /// Identity of one profiled thread of a command.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -282,6 +257,8 @@ fn profile_command_listing(
              to its default (SIG_DFL) first",
         )));
     }
+    // The probe opens one counter at a time.
+    descriptors::make_room_for(1)?;
     let (available, unavailable) = probe_events(&request.events);
     // Each thread's counters take one descriptor per available event; the command's totals
     // take one set, which must fit.
@@ -290,20 +267,7 @@ fn profile_command_listing(
         .iter()
         .filter(|event| available.contains(event))
         .count() as u64;
-    let open_before = open_descriptors();
-    let needed = open_before + per_thread + DESCRIPTORS_TO_START;
-    if descriptor_limits().0 < needed {
-        raise_descriptor_limit();
-        let (limit, hard) = descriptor_limits();
-        if limit < needed {
-            return Err(ProfileError::DescriptorLimit {
-                needed,
-                limit,
-                hard,
-                open: open_before,
-            });
-        }
-    }
+    let open_before = descriptors::make_room_for(per_thread + DESCRIPTORS_TO_START)?;
     let mut counters = ThreadCounters::open_for_next_exec(&request.events, &available)?;
     // Started as corun starts its commands: in a process group of its own, killed if this thread
     // dies; `launched` owns it, so any early return or panic from here on kills its group and
@@ -320,7 +284,7 @@ fn profile_command_listing(
     // Per-thread counters stay open until the command exits. Open them only while enough stay
     // free for the scans.
     let descriptors_left = || {
-        descriptor_limits()
+        descriptors::limits()
             .0
             .saturating_sub(open_before)
             .saturating_sub(SPARE_DESCRIPTORS)

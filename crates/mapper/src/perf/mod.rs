@@ -13,6 +13,7 @@
 
 pub mod command;
 pub mod counter;
+mod descriptors;
 pub mod events;
 pub mod metrics;
 pub mod profile;
@@ -101,14 +102,17 @@ pub enum ProfileError {
         /// The OS error.
         source: io::Error,
     },
-    /// Too few file descriptors for the counters of a command's totals (one per event), even
-    /// with the soft limit raised to the hard one.
+    /// Too few file descriptors for the counters that must be open at once, even with the soft
+    /// limit raised to the hard one: one per event for a command's totals
+    /// ([`profile_command`]), one per event on every thread ([`profile_threads`]), one to probe
+    /// the events.
     #[error(
-        "{needed} file descriptors are needed to count the command's events, but the limit is \
-         {limit} (ulimit -n; hard limit {hard}) with {open} open"
+        "{needed} file descriptors are needed to count the events, but the limit is {limit} \
+         (ulimit -n; hard limit {hard}) with {open} open"
     )]
     DescriptorLimit {
-        /// Descriptors needed: those open, one per event and a few spare for reading `/proc`.
+        /// Descriptors needed: those open and the counters (for a command, also a few spare for
+        /// starting it).
         needed: u64,
         /// The soft limit (`RLIMIT_NOFILE`) after trying to raise it.
         limit: u64,

@@ -22,6 +22,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::ProfileError;
+use super::descriptors;
 use super::events::{
     CpuFamily, EventSpec, Quantity, SOFTWARE_EVENTS, event_table, int_class_is_derived,
 };
@@ -193,10 +194,17 @@ pub struct Profile {
 
 /// Runs `workload(thread_index)` on `request.threads` threads, each counting its own events.
 ///
+/// The counters of all threads are open at once, one descriptor per available event on each:
+/// when they would not fit under the soft descriptor limit, it is raised to the hard one first
+/// (as [`raise_descriptor_limit`](super::raise_descriptor_limit) does; commands started later
+/// keep the soft limit they would have had).
+///
 /// # Errors
-/// [`ProfileError::NoThreads`] for zero threads; [`ProfileError::WorkloadPanicked`] when the
-/// workload panics; counter errors on a thread (rare once the probe succeeded). Unavailable
-/// events are *not* errors: they are listed in [`Profile::unavailable`].
+/// [`ProfileError::NoThreads`] for zero threads; [`ProfileError::DescriptorLimit`], before the
+/// workload runs, when the counters do not fit under the hard limit either;
+/// [`ProfileError::WorkloadPanicked`] when the workload panics; counter errors on a thread (rare
+/// once the probe succeeded). Unavailable events are *not* errors: they are listed in
+/// [`Profile::unavailable`].
 ///
 /// # Examples
 ///
@@ -216,7 +224,11 @@ where
     if request.threads == 0 {
         return Err(ProfileError::NoThreads);
     }
+    // The probe opens one counter at a time; then every thread holds its own at once.
+    descriptors::make_room_for(1)?;
     let (available, unavailable) = probe_events(&request.events);
+    let per_thread = available.len() as u64;
+    descriptors::make_room_for((request.threads as u64).saturating_mul(per_thread))?;
     let workload = &workload;
     let available = &available;
     let requested = &request.events;
