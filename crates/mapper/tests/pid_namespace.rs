@@ -7,7 +7,9 @@
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 
-use parbench_mapper::corun::{ChildOutput, CommandSpec, CommandStatus, CorunOptions, corun};
+use parbench_mapper::corun::{
+    ChildOutput, CommandSpec, CommandStatus, CorunOptions, CorunReport, corun,
+};
 use parbench_mapper::perf::{ProfileRequest, profile_command};
 use parbench_mapper::{Algorithm, Topology};
 
@@ -62,20 +64,25 @@ const SECOND_SLEEP_REUSES_THE_FIRSTS_PID: &str = "sleep 0.5 & first=$!; wait; \
      echo $((first - 1)) > /proc/sys/kernel/ns_last_pid; \
      sleep 0.5 & second=$!; wait; [ $first = $second ] || exit 9";
 
+/// Runs `sh -c script` under corun, pinning nothing.
+fn corun_script(script: &str) -> CorunReport {
+    let topology = Topology::this_system().unwrap();
+    let options = CorunOptions {
+        algorithm: Algorithm::Os,
+        output: ChildOutput::Null,
+        ..CorunOptions::default()
+    };
+    let commands = [CommandSpec::new(
+        ["sh", "-c", script].map(String::from).to_vec(),
+    )];
+    corun(&topology, &commands, &options, &AtomicBool::new(false)).unwrap()
+}
+
 #[test]
 fn corun_as_pid_1_runs_its_commands() {
     in_new_pid_namespace("corun_as_pid_1_runs_its_commands", || {
         assert_eq!(std::process::id(), 1);
-        let topology = Topology::this_system().unwrap();
-        let options = CorunOptions {
-            algorithm: Algorithm::Os,
-            output: ChildOutput::Null,
-            ..CorunOptions::default()
-        };
-        let commands = [CommandSpec::new(
-            ["sh", "-c", "exit 3"].map(String::from).to_vec(),
-        )];
-        let report = corun(&topology, &commands, &options, &AtomicBool::new(false)).unwrap();
+        let report = corun_script("exit 3");
         assert_eq!(report.commands[0].status, CommandStatus::Exited { code: 3 });
     });
 }
@@ -104,18 +111,7 @@ fn corun_counts_a_process_that_reuses_an_exited_ones_pid_as_another() {
     in_new_pid_namespace(
         "corun_counts_a_process_that_reuses_an_exited_ones_pid_as_another",
         || {
-            let topology = Topology::this_system().unwrap();
-            let options = CorunOptions {
-                algorithm: Algorithm::Os,
-                output: ChildOutput::Null,
-                ..CorunOptions::default()
-            };
-            let commands = [CommandSpec::new(
-                ["sh", "-c", SECOND_SLEEP_REUSES_THE_FIRSTS_PID]
-                    .map(String::from)
-                    .to_vec(),
-            )];
-            let report = corun(&topology, &commands, &options, &AtomicBool::new(false)).unwrap();
+            let report = corun_script(SECOND_SLEEP_REUSES_THE_FIRSTS_PID);
             let outcome = &report.commands[0];
             assert_eq!(
                 outcome.status,
