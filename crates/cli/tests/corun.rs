@@ -636,12 +636,13 @@ fn map_pid_pins_the_threads_of_a_running_program() {
         Ok(program) => program,
         Err(reason) => return eprintln!("SKIPPED: {reason}"),
     };
+    // Held for a minute (killed below): the test waits for the threads, not for a time.
     let mut target = Command::new(program)
-        .args(["2", "10", "3000"])
+        .args(["2", "10", "60000"])
         .spawn()
         .unwrap();
     let pid = target.id() as Pid;
-    std::thread::sleep(Duration::from_millis(200));
+    wait_for_threads(pid, 4);
     let pid_text = pid.to_string();
     let (out, _) = cli_ok(&[
         "map",
@@ -667,6 +668,20 @@ fn map_pid_pins_the_threads_of_a_running_program() {
     assert_eq!(checked, 4, "main + 2 early + 1 late thread: {out}");
     target.kill().unwrap();
     target.wait().unwrap();
+}
+
+/// Waits until process `pid` has at least `count` threads. A fixed sleep in its place raced the
+/// program's start: on a loaded machine its late thread could come after the sleep, and `map`
+/// pinned three threads of four.
+fn wait_for_threads(pid: Pid, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while threads_of(pid).len() < count {
+        assert!(
+            Instant::now() < deadline,
+            "process {pid} did not reach {count} threads"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// `parbench-cli profile -o PATH -- sh -c SCRIPT`'s arguments.
