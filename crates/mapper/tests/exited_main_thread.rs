@@ -48,9 +48,12 @@ fn map_running_pins_the_threads_of_a_process_whose_main_thread_exited() {
             return;
         }
     };
-    let mut child = Command::new(program).arg("2000").spawn().unwrap();
+    // Its threads sleep a minute (it is killed below): with threads that ended after 2 s, a test
+    // thread that came to look later never saw them and failed, saying the main thread had not
+    // exited.
+    let mut child = Command::new(program).arg("60000").spawn().unwrap();
     let pid = child.id() as Pid;
-    let deadline = Instant::now() + Duration::from_secs(2);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while read_process_stat(pid).is_none_or(|stat| stat.state != 'Z') || threads_of(pid).len() < 3 {
         assert!(Instant::now() < deadline, "the main thread did not exit");
         std::thread::sleep(Duration::from_millis(5));
