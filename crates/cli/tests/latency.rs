@@ -89,6 +89,9 @@ fn bad_input_is_one_line_and_exit_code_2() {
                 "1",
                 "--max-duration",
                 "0.5",
+                // Not the default's `cores` too, refused first on a one-CPU machine.
+                "--placement",
+                "single",
             ],
             "duration bound",
         ),

@@ -89,6 +89,11 @@ fn reproduce_tiny(study: &str) {
     assert!(svgs > 0, "at least one figure");
 }
 
+/// The CPUs this process may run on (its affinity, e.g. under `taskset`).
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
 #[test]
 fn implemented_studies_run_at_the_tiny_scale() {
     let list = text(&cli(&["reproduce", "--list"]).stdout);
@@ -98,6 +103,14 @@ fn implemented_studies_run_at_the_tiny_scale() {
             let output = cli(&["reproduce", study, "--scale", "tiny", "-q"]);
             assert_eq!(output.status.code(), Some(2), "{study}");
             println!("{study}: not yet implemented");
+            continue;
+        }
+        if study == "tail-latency" && cpus() < 2 {
+            // Its placements include `cores`, which the study cannot measure on one CPU.
+            eprintln!(
+                "SKIPPED: tail-latency: placement `cores` needs two CPUs, this process may use {}",
+                cpus()
+            );
             continue;
         }
         reproduce_tiny(study);
