@@ -84,9 +84,14 @@ pub struct LatencyArgs {
     /// loads].
     #[arg(long, value_name = "A:B:STEP", value_parser = parse_qps_range)]
     pub qps_range: Option<QpsRange>,
-    /// Server placements: single, cores, smt, cpus:LIST (`;`-separated when a list has commas).
-    #[arg(long, value_name = "LIST", default_value = "single,cores")]
-    pub placement: String,
+    /// Server placements: single, cores, smt, cpus:LIST (`;`-separated when a list has commas)
+    /// [default: single,cores].
+    ///
+    /// `smt` on a machine without SMT siblings is skipped with a note. So is a default placement
+    /// this machine (or this process's CPU set, e.g. under `taskset`) cannot host — `cores` on
+    /// one core — while one named here is an error. None that can run is an error.
+    #[arg(long, value_name = "LIST")]
+    pub placement: Option<String>,
     /// Measured requests per load [at most 1000000].
     #[arg(long, value_name = "N", default_value_t = 2000, value_parser = parse_requests)]
     pub requests: usize,
@@ -403,11 +408,28 @@ fn this_machine() -> (CpuLayout, Option<String>) {
     }
 }
 
-/// The plans of the requested placements on `layout`; `smt` without SMT siblings is skipped
-/// with a message instead of failing, as the machine simply cannot host it.
+/// The placements `latency` measures when `--placement` is not given.
+pub const DEFAULT_PLACEMENTS: &str = "single,cores";
+
+/// Who chose the placements of a run, which decides what a placement the machine cannot host
+/// means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlacementChoice {
+    /// Named by the user: one the machine cannot host is an error, since the comparison asked
+    /// for cannot be made (except `smt`, skipped wherever there are no SMT siblings).
+    User,
+    /// The command's defaults: one the machine cannot host is skipped with a note and the run
+    /// measures the others, as it does for `smt`.
+    Default,
+}
+
+/// The plans of the requested placements on `layout`; `smt` without SMT siblings, and under
+/// [`PlacementChoice::Default`] a placement needing more cores than there are, is skipped with a
+/// message in `skipped` instead of failing, as the machine simply cannot host it.
 fn plans(
     text: &str,
     layout: &CpuLayout,
+    choice: PlacementChoice,
     skipped: &mut Vec<String>,
 ) -> Result<Vec<PlacementPlan>, CliError> {
     let mut plans: Vec<PlacementPlan> = Vec::new();
@@ -418,6 +440,11 @@ fn plans(
             Ok(plan) => plans.push(plan),
             Err(LatencyError::NoSmtSiblings) => {
                 skipped.push(format!("no SMT siblings: skipping placement {placement}"));
+            }
+            Err(error @ LatencyError::NotEnoughCores { .. })
+                if choice == PlacementChoice::Default =>
+            {
+                skipped.push(format!("{error}: skipping placement {placement}"));
             }
             Err(error) => return Err(latency_error(error)),
         }
@@ -466,11 +493,15 @@ pub struct MeasuredCurve {
 /// (placements skipped because the machine cannot host them, a missing topology).
 ///
 /// # Errors
-/// [`CliError::Usage`] for a placement that does not parse or needs CPUs the machine lacks.
-pub fn this_machine_plans(text: &str) -> Result<(Vec<PlacementPlan>, Vec<String>), CliError> {
+/// [`CliError::Usage`] for a placement that does not parse, or that needs CPUs the machine lacks
+/// and is not skipped (see [`PlacementChoice`]).
+pub fn this_machine_plans(
+    text: &str,
+    choice: PlacementChoice,
+) -> Result<(Vec<PlacementPlan>, Vec<String>), CliError> {
     let (layout, layout_note) = this_machine();
     let mut notes: Vec<String> = layout_note.into_iter().collect();
-    let plans = plans(text, &layout, &mut notes)?;
+    let plans = plans(text, &layout, choice, &mut notes)?;
     Ok((plans, notes))
 }
 
@@ -772,13 +803,20 @@ pub fn run(args: &LatencyArgs) -> Result<(), CliError> {
     };
     config.validate().map_err(latency_error)?;
     check_request_counts(&config)?;
-    let (plans, notes) = this_machine_plans(&args.placement)?;
+    let (placements, choice) = match &args.placement {
+        Some(text) => (text.as_str(), PlacementChoice::User),
+        None => (DEFAULT_PLACEMENTS, PlacementChoice::Default),
+    };
+    let (plans, notes) = this_machine_plans(placements, choice)?;
     if plans.is_empty() {
         // Measuring nothing and exiting 0 would look like a result (and an empty report would
         // replace an earlier file).
+        let which = match choice {
+            PlacementChoice::User => "requested",
+            PlacementChoice::Default => "default",
+        };
         return Err(CliError::Usage(format!(
-            "no requested placement can run on this machine (`{}`: {})",
-            args.placement,
+            "no {which} placement can run on this machine (`{placements}`: {})",
             notes.join("; ")
         )));
     }
@@ -1562,10 +1600,51 @@ mod tests {
     fn smt_is_skipped_with_a_message_on_a_machine_without_siblings() {
         let layout = CpuLayout::one_thread_per_core(&[0, 1]);
         let mut skipped = Vec::new();
-        let measured = plans("single,smt,single", &layout, &mut skipped).unwrap();
-        assert_eq!(measured.len(), 1, "smt skipped, single measured once");
-        assert_eq!(skipped, ["no SMT siblings: skipping placement smt"]);
-        assert!(plans("numa", &layout, &mut skipped).is_err());
+        for choice in [PlacementChoice::User, PlacementChoice::Default] {
+            skipped.clear();
+            let measured = plans("single,smt,single", &layout, choice, &mut skipped).unwrap();
+            assert_eq!(measured.len(), 1, "smt skipped, single measured once");
+            assert_eq!(skipped, ["no SMT siblings: skipping placement smt"]);
+            assert!(plans("numa", &layout, choice, &mut skipped).is_err());
+        }
+    }
+
+    #[test]
+    fn cores_on_one_core_is_skipped_as_a_default_and_refused_when_named() {
+        let layout = CpuLayout::one_thread_per_core(&[0]);
+        let mut skipped = Vec::new();
+        let measured = plans(
+            DEFAULT_PLACEMENTS,
+            &layout,
+            PlacementChoice::Default,
+            &mut skipped,
+        )
+        .unwrap();
+        let names: Vec<&str> = measured.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["single"]);
+        assert_eq!(
+            skipped,
+            ["placement cores needs 2 cores, this machine has 1: skipping placement cores"]
+        );
+        skipped.clear();
+        let error = plans("single,cores", &layout, PlacementChoice::User, &mut skipped)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(error, "placement cores needs 2 cores, this machine has 1");
+        // A CPU list the machine lacks is never a default: refused either way.
+        for choice in [PlacementChoice::User, PlacementChoice::Default] {
+            assert!(plans("cpus:0,7", &layout, choice, &mut skipped).is_err());
+        }
+        let two_cores = CpuLayout::one_thread_per_core(&[0, 1]);
+        let both = plans(
+            DEFAULT_PLACEMENTS,
+            &two_cores,
+            PlacementChoice::Default,
+            &mut skipped,
+        )
+        .unwrap();
+        assert_eq!(both.len(), 2, "nothing skipped on two cores: {skipped:?}");
+        assert!(skipped.is_empty());
     }
 
     #[test]

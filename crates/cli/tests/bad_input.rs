@@ -781,12 +781,8 @@ fn an_output_that_is_a_file_the_command_reads_or_writes_besides_is_refused_and_l
         assert_bad_input(&args, &["input-and-output", "the kernel's matrix file"]);
     }
     let as_param = format!("matrix={}", text_of(&matrix));
-    // `--placement single` here and below: the default placements include `cores`, which a
-    // one-CPU machine refuses before the outputs are checked.
     let mut args = vec!["latency", "--service", "spmv", "--qps", "100"];
     args.extend([
-        "--placement",
-        "single",
         "--param",
         &as_param,
         "--format",
@@ -813,8 +809,6 @@ fn an_output_that_is_a_file_the_command_reads_or_writes_besides_is_refused_and_l
     let mut args = TINY_LATENCY.to_vec();
     args.extend(FEW_REQUESTS);
     args.extend([
-        "--placement",
-        "single",
         "--format",
         "csv",
         "-o",

@@ -8,6 +8,10 @@ use std::process::{Command, Output};
 
 use parbench_cli::results::Report;
 
+#[path = "support/one_cpu.rs"]
+mod one_cpu;
+use one_cpu::on_one_cpu;
+
 fn latency(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_parbench-cli"))
         .arg("latency")
@@ -18,7 +22,13 @@ fn latency(args: &[&str]) -> Output {
 
 /// A tiny measurement: matmul of order 8 at two loads, 40 requests each.
 fn tiny(extra: &[&str]) -> Output {
+    latency(&tiny_args(extra)[1..])
+}
+
+/// The arguments of [`tiny`], from `latency` on.
+fn tiny_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
+        "latency",
         "--service",
         "matmul",
         "--n",
@@ -32,7 +42,15 @@ fn tiny(extra: &[&str]) -> Output {
         "--quiet",
     ];
     args.extend_from_slice(extra);
-    latency(&args)
+    args
+}
+
+/// The placement column of a CSV report's rows.
+fn csv_placements(csv: &str) -> Vec<String> {
+    csv.lines()
+        .skip(1)
+        .map(|row| row.split(',').nth(1).unwrap_or("").to_owned())
+        .collect()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -89,9 +107,6 @@ fn bad_input_is_one_line_and_exit_code_2() {
                 "1",
                 "--max-duration",
                 "0.5",
-                // Not the default's `cores` too, refused first on a one-CPU machine.
-                "--placement",
-                "single",
             ],
             "duration bound",
         ),
@@ -130,6 +145,65 @@ fn smt_placement_is_skipped_without_smt_siblings() {
     assert!(
         out.contains("placement single") && !out.contains("placement smt"),
         "{out}"
+    );
+}
+
+/// Without `--placement`, a default placement one CPU cannot host is skipped with a note, as
+/// `smt` is without siblings, and the others are measured.
+#[test]
+fn default_placements_on_one_cpu_measure_single_and_note_the_skipped_cores() {
+    let Some(output) = on_one_cpu(&tiny_args(&["--format", "csv"])) else {
+        return;
+    };
+    let err = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(
+        err.lines().any(|line| line
+            == "placement cores needs 2 cores, this machine has 1: skipping placement cores"),
+        "{err}"
+    );
+    assert!(!err.contains("error"), "{err}");
+    let csv = text(&output.stdout);
+    assert_eq!(csv_placements(&csv), ["single", "single"], "{csv}");
+}
+
+/// A placement the user names that one CPU cannot host is refused, before measuring.
+#[test]
+fn named_placements_one_cpu_cannot_host_are_one_line_errors() {
+    for placement in ["cores", "single,cores"] {
+        let Some(output) = on_one_cpu(&tiny_args(&["--placement", placement])) else {
+            return;
+        };
+        let err = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{placement}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{placement}: {err}");
+        assert_eq!(
+            err.trim_end(),
+            "error: placement cores needs 2 cores, this machine has 1",
+            "{placement}"
+        );
+        assert!(output.stdout.is_empty(), "{placement}: nothing measured");
+    }
+}
+
+#[test]
+fn default_placements_on_two_cpus_measure_single_and_cores() {
+    if cpus() < 2 {
+        eprintln!(
+            "SKIPPED: the defaults measure `cores` on two CPUs, this process may use {}",
+            cpus()
+        );
+        return;
+    }
+    let output = tiny(&["--format", "csv"]);
+    let err = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(!err.contains("skipping placement cores"), "{err}");
+    let csv = text(&output.stdout);
+    assert_eq!(
+        csv_placements(&csv),
+        ["single", "single", "cores", "cores"],
+        "{csv}"
     );
 }
 

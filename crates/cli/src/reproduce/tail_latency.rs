@@ -23,8 +23,8 @@ use parbench_mapper::perf::{
 
 use crate::error::CliError;
 use crate::latency::{
-    InterruptibleMeasurement, LatencySetup, MeasureStopped, MeasuredCurve, render_plot,
-    this_machine_plans,
+    InterruptibleMeasurement, LatencySetup, MeasureStopped, MeasuredCurve, PlacementChoice,
+    render_plot, this_machine_plans,
 };
 use crate::reproduce::report::{FigureFile, Measured, MeasuredFigure, Section, StudyReport};
 use crate::reproduce::{RESULT_LABELS, Scale, Study, StudyRun, machine_conditions};
@@ -98,7 +98,7 @@ impl Study for TailLatencyStudy {
         let per_qps = QpsScaledRequests::TAILBENCH
             .scaled_down(factor)
             .map_err(|e| CliError::Usage(e.to_string()))?;
-        let (plans, notes) = this_machine_plans("single,cores,smt")?;
+        let (plans, notes) = this_machine_plans("single,cores,smt", PlacementChoice::User)?;
         for note in &notes {
             run.note(note);
         }
