@@ -812,12 +812,6 @@ impl StderrLines {
 /// 128 + SIGINT, as latency does.
 #[test]
 fn a_second_ctrl_c_stops_reproduce_tail_latency_at_once_with_the_loads_it_finished() {
-    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    if cpus < 2 {
-        // The study's placements include `cores`: on one CPU it stops before any load.
-        eprintln!("SKIPPED: placement `cores` needs two CPUs, this process may use {cpus}");
-        return;
-    }
     let dir = fresh_dir("reproduce-twice");
     let output = dir.join("study");
     let args = [

@@ -5,6 +5,10 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+#[path = "support/one_cpu.rs"]
+mod one_cpu;
+use one_cpu::on_one_cpu;
+
 fn cli(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_parbench-cli"))
         .args(args)
@@ -89,9 +93,45 @@ fn reproduce_tiny(study: &str) {
     assert!(svgs > 0, "at least one figure");
 }
 
-/// The CPUs this process may run on (its affinity, e.g. under `taskset`).
-fn cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
+/// On one CPU the study measures `single`, the one placement it can host, and its report says
+/// which placements are missing, why, and that the smt-vs-cores classification is unavailable.
+#[test]
+fn tail_latency_on_one_cpu_reports_the_placements_it_cannot_host() {
+    let dir = scratch("tail-latency-one-cpu");
+    let dir_text = dir.to_string_lossy().into_owned();
+    let args = [
+        "reproduce",
+        "tail-latency",
+        "--scale",
+        "tiny",
+        "-q",
+        "-o",
+        &dir_text,
+    ];
+    let Some(output) = on_one_cpu(&args) else {
+        return;
+    };
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let markdown = fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(markdown.contains("| QPS | single |\n"), "{markdown}");
+    let cores_note = "placement cores needs 2 cores, this machine has 1: skipping placement cores";
+    let finding = markdown
+        .lines()
+        .find(|line| line.starts_with("- `smt-finding`"))
+        .unwrap_or_else(|| panic!("no smt-finding:\n{markdown}"));
+    assert!(
+        finding.contains("unavailable here: the classification compares smt with cores")
+            && finding.contains(cores_note),
+        "{finding}"
+    );
+    let section = markdown
+        .split("## Placements not measured\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no section on the missing placements:\n{markdown}"));
+    assert!(
+        section.contains(cores_note) && section.contains("no cores or smt column"),
+        "{section}"
+    );
 }
 
 #[test]
@@ -103,14 +143,6 @@ fn implemented_studies_run_at_the_tiny_scale() {
             let output = cli(&["reproduce", study, "--scale", "tiny", "-q"]);
             assert_eq!(output.status.code(), Some(2), "{study}");
             println!("{study}: not yet implemented");
-            continue;
-        }
-        if study == "tail-latency" && cpus() < 2 {
-            // Its placements include `cores`, which the study cannot measure on one CPU.
-            eprintln!(
-                "SKIPPED: tail-latency: placement `cores` needs two CPUs, this process may use {}",
-                cpus()
-            );
             continue;
         }
         reproduce_tiny(study);

@@ -43,6 +43,9 @@ const SERVICES: [&str; 4] = ["matmul", "spmv-balanced", "nqueens", "load-dep"];
 const LOAD_FRACTIONS: [f64; 7] = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75];
 const TINY_LOAD_FRACTIONS: [f64; 2] = [0.3, 0.9];
 
+/// The study's placements; its classification compares the last two.
+const STUDY_PLACEMENTS: &str = "single,cores,smt";
+
 /// Seconds of arrivals per load relative to TailBench's 16 s (4 s warm-up + 12 s measured).
 fn time_factor(scale: Scale) -> f64 {
     scale.pick(0.002, 0.1, 1.0)
@@ -83,7 +86,9 @@ impl Study for TailLatencyStudy {
              the kernel's small size as make ≈ {} µs of service); {loads} loads per placement \
              (fractions of one worker's measured capacity); warm-up = {}·QPS and measurement = 3 × warm-up \
              requests, i.e. TailBench's rule with {} s instead of 16 s of arrivals per load (factor {factor}); \
-             placements single, cores and smt (smt only where SMT siblings exist); {} repetition(s) per curve, \
+             placements single, cores and smt (cores only where two cores exist, smt only where SMT siblings \
+             exist; one left out has no column in the p95 tables, the report says why, and without both cores \
+             and smt the classification is unavailable); {} repetition(s) per curve, \
              the median run per load reported",
             target_service_s(scale) * 1e6,
             4.0 * factor,
@@ -98,7 +103,9 @@ impl Study for TailLatencyStudy {
         let per_qps = QpsScaledRequests::TAILBENCH
             .scaled_down(factor)
             .map_err(|e| CliError::Usage(e.to_string()))?;
-        let (plans, notes) = this_machine_plans("single,cores,smt", PlacementChoice::User)?;
+        // The study's own placements, not the user's: those this machine cannot host are left
+        // out and the report says which and why, as for a missing PMU.
+        let (plans, notes) = this_machine_plans(STUDY_PLACEMENTS, PlacementChoice::Default)?;
         for note in &notes {
             run.note(note);
         }
@@ -373,7 +380,6 @@ fn report(
     not_on_this_cpu: &[parbench_mapper::perf::UnavailableEvent],
 ) -> StudyReport {
     let scale = run.scale;
-    let has_smt = plans.iter().any(|p| p.name == "smt");
     let placements: Vec<&str> = plans.iter().map(|p| p.name.as_str()).collect();
     let mut measured = vec![
         MeasuredFigure {
@@ -401,18 +407,26 @@ fn report(
             Some((o.name, smt_verdict(&cores.curve, &smt.curve).to_string()))
         })
         .collect();
-    let no_smt_reason = if notes.is_empty() {
-        "the smt placement was not measured".to_owned()
+    // The placements the classification compares that this machine could not host.
+    let missing: Vec<&str> = ["cores", "smt"]
+        .into_iter()
+        .filter(|name| !placements.contains(name))
+        .collect();
+    let named = format!(
+        "the {} placement{}",
+        missing.join(" and "),
+        if missing.len() > 1 { "s" } else { "" }
+    );
+    let not_hosted = if notes.is_empty() {
+        format!("{named} not measured")
     } else {
-        format!(
-            "this machine cannot host the smt placement ({})",
-            notes.join("; ")
-        )
+        format!("this machine cannot host {named} ({})", notes.join("; "))
     };
+    let no_comparison_reason = format!("the classification compares smt with cores; {not_hosted}");
     measured.push(MeasuredFigure {
         id: "smt-finding".into(),
         value: if verdicts.is_empty() {
-            Measured::Unavailable(no_smt_reason.clone())
+            Measured::Unavailable(no_comparison_reason)
         } else {
             let friendly = verdicts
                 .iter()
@@ -650,10 +664,22 @@ fn report(
         heading: "Counters under load at each critical load".into(),
         body: counters_body,
     });
-    if !has_smt {
+    if !missing.is_empty() {
+        let needs: Vec<&str> = missing
+            .iter()
+            .map(|name| match *name {
+                "cores" => "two cores",
+                _ => "SMT siblings",
+            })
+            .collect();
         sections.push(Section {
-            heading: "SMT placement".into(),
-            body: format!("Not measured: {no_smt_reason}. On a machine with SMT the same command adds the smt curves and the classification."),
+            heading: "Placements not measured".into(),
+            body: format!(
+                "Not measured: {not_hosted}. The p95 tables have no {} column and the classification (smt against cores) is unavailable. On a machine with {} the same command adds the {} curves and the classification.",
+                missing.join(" or "),
+                needs.join(" and "),
+                missing.join(" and "),
+            ),
         });
     }
 
