@@ -6,7 +6,9 @@
 //!
 //! - [`topology`] — packages, NUMA nodes, cores and their PUs, from hwloc: this machine,
 //!   a synthetic description (`"pack:2 core:4 pu:2"`) or an XML export. Binding is a no-op on
-//!   the latter two ([`Topology::is_this_system`]).
+//!   the latter two ([`Topology::is_this_system`]). This machine's topology has only the CPUs
+//!   the process may use (its affinity and cpuset, e.g. under `taskset`), so whatever maps or
+//!   pins from it stays on them ([`Topology::this_system`]).
 //! - [`mix`] — an [`InstructionMix`]: counts per [`InstrClass`] (fp, int, load, store, branch),
 //!   declared per SMT-bench kernel or assumed for NAS-like applications.
 //! - [`perf`] — per-thread perf-event counters: software events always, hardware events from a

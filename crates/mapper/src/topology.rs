@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use hwlocality::object::types::ObjectType;
 use hwlocality::object::{TopologyObject, TopologyObjectID};
+use hwlocality::topology::builder::BuildFlags;
 use serde::{Deserialize, Serialize};
 
 mod interleaving;
@@ -234,7 +235,18 @@ pub struct Topology {
 }
 
 impl Topology {
-    /// Discovers the machine this process runs on.
+    /// Discovers the machine this process runs on, as far as the process may use it: PUs outside
+    /// its CPU affinity (`taskset -c 0`, a container runtime's `sched_setaffinity`) or its cgroup's
+    /// cpuset are left out, with the cores and packages left empty by that. Every mapping and pin
+    /// of this crate takes its CPUs from a topology, so this is the one place that keeps them on
+    /// allowed CPUs; [`cpus`](Self::cpus) lists them and [`MapError::TooManyThreads`] names them
+    /// when a request does not fit.
+    ///
+    /// The affinity is the process's (hwloc's `HWLOC_TOPOLOGY_FLAG_RESTRICT_TO_CPUBINDING`: the
+    /// union of its threads' affinities when this is called), so discover before pinning the
+    /// only thread of a process, or the topology shrinks to its pin.
+    ///
+    /// [`MapError::TooManyThreads`]: crate::MapError::TooManyThreads
     ///
     /// # Errors
     /// [`TopologyError::Discovery`] when hwloc fails, [`TopologyError::NoProcessingUnits`] when it
@@ -249,9 +261,15 @@ impl Topology {
     /// # Ok::<(), parbench_mapper::TopologyError>(())
     /// ```
     pub fn this_system() -> Result<Self, TopologyError> {
-        let hw = hwlocality::Topology::new().map_err(|e| TopologyError::Discovery {
-            reason: e.to_string(),
-        })?;
+        let failed = |reason: String| TopologyError::Discovery { reason };
+        // hwloc leaves out the CPUs of other cgroups by itself, but not those outside the
+        // process's affinity (`taskset`, a container runtime's sched_setaffinity): restricting
+        // here keeps every mapping, pin and report of this crate on CPUs the process may use.
+        let hw = hwlocality::Topology::builder()
+            .with_flags(BuildFlags::ASSUME_THIS_SYSTEM | BuildFlags::RESTRICT_CPU_TO_THIS_PROCESS)
+            .map_err(|e| failed(e.to_string()))?
+            .build()
+            .map_err(|e| failed(e.to_string()))?;
         Self::from_hwloc(&hw, TopologySource::ThisSystem)
     }
 
@@ -532,6 +550,20 @@ impl Topology {
     pub fn siblings(&self, pu: usize) -> Result<&[usize], TopologyError> {
         let found = self.pu(pu)?;
         Ok(&self.cores[found.core].pus)
+    }
+
+    /// The OS CPU numbers of the PUs, ascending: on [`this_system`](Self::this_system), the CPUs
+    /// this process may use.
+    ///
+    /// ```
+    /// let t = parbench_mapper::Topology::synthetic("core:2 pu:2(indexes=0,2,1,3)")?;
+    /// assert_eq!(t.cpus(), vec![0, 1, 2, 3]);
+    /// # Ok::<(), parbench_mapper::TopologyError>(())
+    /// ```
+    pub fn cpus(&self) -> Vec<usize> {
+        let mut cpus: Vec<usize> = self.pus.iter().map(|pu| pu.os_index).collect();
+        cpus.sort_unstable();
+        cpus
     }
 
     /// Whether any core has more than one PU.
@@ -852,6 +884,25 @@ impl fmt::Display for Topology {
     }
 }
 
+/// Ascending CPU numbers as `taskset -c` writes them (`0-3,8`), short however many there are.
+pub(crate) fn cpu_ranges(cpus: &[usize]) -> String {
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for &cpu in cpus {
+        match ranges.last_mut() {
+            Some((_, last)) if cpu == *last + 1 => *last = cpu,
+            _ => ranges.push((cpu, cpu)),
+        }
+    }
+    let ranges: Vec<String> = ranges
+        .into_iter()
+        .map(|(first, last)| match last - first {
+            0 => first.to_string(),
+            _ => format!("{first}-{last}"),
+        })
+        .collect();
+    ranges.join(",")
+}
+
 fn plural(count: usize, noun: &str) -> String {
     if count == 1 {
         format!("{count} {noun}")
@@ -863,6 +914,13 @@ fn plural(count: usize, noun: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_ranges_join_consecutive_cpus() {
+        assert_eq!(cpu_ranges(&[]), "");
+        assert_eq!(cpu_ranges(&[0]), "0");
+        assert_eq!(cpu_ranges(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+    }
 
     #[test]
     fn synthetic_topologies_past_the_pu_bound_are_refused_before_hwloc() {

@@ -41,7 +41,7 @@ use crate::topology::Topology;
 /// use parbench_mapper::{Algorithm, InstructionMix, MapError, Topology};
 /// let t = Topology::synthetic("core:1 pu:2")?;
 /// let err = Algorithm::RoundRobin.map(&t, &[InstructionMix::default(); 3]).unwrap_err();
-/// assert_eq!(err.to_string(), "3 threads do not fit on 2 PUs (one thread per PU)");
+/// assert_eq!(err.to_string(), "3 threads do not fit on 2 PUs (one thread per PU; CPUs 0-1)");
 /// # Ok::<(), parbench_mapper::TopologyError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -52,13 +52,20 @@ pub enum MapError {
     /// An empty list of workloads to give threads to.
     #[error("no workloads to map: give at least one")]
     NoWorkloads,
-    /// More threads than PUs.
-    #[error("{threads} threads do not fit on {pus} PUs (one thread per PU)")]
+    /// More threads than PUs. On this machine's topology the CPUs are those the process may use
+    /// (see [`Topology::this_system`]), so the message names what a `taskset` or a container
+    /// left.
+    #[error(
+        "{threads} threads do not fit on {pus} PUs (one thread per PU; CPUs {})",
+        crate::topology::cpu_ranges(cpus)
+    )]
     TooManyThreads {
         /// Threads requested.
         threads: usize,
         /// PUs in the topology.
         pus: usize,
+        /// The OS CPU numbers of those PUs, ascending.
+        cpus: Vec<usize>,
     },
     /// An algorithm name that does not exist.
     #[error("unknown mapping algorithm {name:?}; valid: {}, compact (= round-robin), algorithm1:CLASS with CLASS one of {}", Algorithm::NAMES.join(", "), crate::mix::InstrClass::ALL.map(|c| c.name()).join(", "))]
@@ -179,6 +186,7 @@ impl Algorithm {
             return Err(MapError::TooManyThreads {
                 threads,
                 pus: available,
+                cpus: topology.cpus(),
             });
         }
         Ok(Mapping {
@@ -613,7 +621,11 @@ mod tests {
         assert_eq!(Algorithm::RoundRobin.map(&t, &[]), Err(MapError::NoThreads));
         assert_eq!(
             Algorithm::InstructionAware.map(&t, &uniform(5)),
-            Err(MapError::TooManyThreads { threads: 5, pus: 4 })
+            Err(MapError::TooManyThreads {
+                threads: 5,
+                pus: 4,
+                cpus: vec![0, 1, 2, 3]
+            })
         );
         assert!(matches!(
             threads_in_blocks(&crate::smt_bench_mixes(), 3),
