@@ -375,15 +375,10 @@ fn placement_names(text: &str) -> Vec<&str> {
     }
 }
 
-/// This machine's cores and their SMT siblings, restricted to the CPUs this process may use.
-/// Without a topology (hwloc failure) every allowed CPU counts as its own core, and the returned
-/// note says so.
+/// This machine's cores and their SMT siblings, restricted to the CPUs this process may use (as
+/// [`parbench_mapper::Topology::this_system`] is). Without a topology (hwloc failure) every
+/// allowed CPU counts as its own core, and the returned note says so.
 fn this_machine() -> (CpuLayout, Option<String>) {
-    let allowed: Vec<usize> = core_affinity::get_core_ids()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|core| core.id)
-        .collect();
     match parbench_mapper::Topology::this_system() {
         Ok(topology) => {
             let cores = topology
@@ -393,14 +388,19 @@ fn this_machine() -> (CpuLayout, Option<String>) {
                     core.pus
                         .iter()
                         .map(|&pu| topology.pus()[pu].os_index)
-                        .filter(|cpu| allowed.is_empty() || allowed.contains(cpu))
                         .collect()
                 })
                 .collect();
             (CpuLayout::new(cores), None)
         }
         Err(error) => (
-            CpuLayout::one_thread_per_core(&allowed),
+            CpuLayout::one_thread_per_core(
+                &core_affinity::get_core_ids()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|core| core.id)
+                    .collect::<Vec<_>>(),
+            ),
             Some(format!(
                 "no topology ({error}): SMT siblings unknown, every CPU counted as a core"
             )),

@@ -1,0 +1,149 @@
+//! `map` and `corun` run by a process confined to one CPU (as under `taskset -c 0`, or a
+//! container runtime's `sched_setaffinity`) map and pin only onto that CPU, and a request that
+//! cannot fit there is one line naming it. The CLI is started with its affinity narrowed before
+//! it runs, so all of its threads and the commands it starts inherit the restriction.
+//!
+//! Checked from outside, by what the kernel says each pinned thread may use.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Output};
+
+use parbench_mapper::tasks::{Pid, cpus_allowed, thread_affinity};
+
+/// This test process's first CPU: the one the CLI is confined to.
+fn first_allowed_cpu() -> usize {
+    thread_affinity(0).expect("sched_getaffinity of this thread")[0]
+}
+
+/// Runs `parbench-cli` with `args`, allowed to run only on `cpu`.
+fn cli_on_cpu(cpu: usize, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_parbench-cli"));
+    command.args(args);
+    // SAFETY: the closure runs in the forked child before exec; it only fills a stack value and
+    // makes one system call, both async-signal-safe, and allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            match libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        })
+    };
+    command.output().expect("the parbench-cli binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn map_of_more_threads_than_allowed_cpus_is_one_line_naming_them() {
+    let cpu = first_allowed_cpu();
+    let output = cli_on_cpu(
+        cpu,
+        &["map", "--kernels", "fp-add,int-add", "--threads", "2"],
+    );
+    let err = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: 2 threads do not fit on 1 PUs"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("CPUs {cpu})")), "{err}");
+}
+
+#[test]
+fn map_pid_from_one_allowed_cpu_pins_every_thread_to_it() {
+    let cpu = first_allowed_cpu();
+    // Three programs, so that any spreading mapping would reach a second CPU if it saw one.
+    let mut sleepers: Vec<Child> = (0..3)
+        .map(|_| Command::new("sleep").arg("60").spawn().unwrap())
+        .collect();
+    let pids: Vec<Pid> = sleepers.iter().map(|child| child.id() as Pid).collect();
+    let list: Vec<String> = pids.iter().map(Pid::to_string).collect();
+    let output = cli_on_cpu(
+        cpu,
+        &["map", "--pid", &list.join(","), "--algorithm", "scatter"],
+    );
+    let seen: Vec<Vec<usize>> = pids
+        .iter()
+        .map(|&pid| cpus_allowed(pid, pid).unwrap())
+        .collect();
+    for sleeper in &mut sleepers {
+        sleeper.kill().unwrap();
+        sleeper.wait().unwrap();
+    }
+    let out = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(out.matches(&format!("-> cpu {cpu}\n")).count(), 3, "{out}");
+    assert_eq!(seen, vec![vec![cpu]; 3], "{out}");
+}
+
+#[test]
+fn corun_from_one_allowed_cpu_pins_every_thread_to_it() {
+    let cpu = first_allowed_cpu();
+    // A shell and two sleeps: three threads, so that any spreading mapping would reach a second
+    // CPU if it saw one.
+    let script = "sleep 0.5 & sleep 0.5; wait";
+    let output = cli_on_cpu(
+        cpu,
+        &[
+            "corun",
+            "--algorithm",
+            "round-robin",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    let (out, err) = (text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{err}");
+    let threads = out
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("threads (tid→last cpu):"))
+        .unwrap_or_else(|| panic!("no thread list: {out}"));
+    // "TID→cpu C TID→cpu C …"
+    let cpus: Vec<String> = threads
+        .split('→')
+        .skip(1)
+        .map(|rest| {
+            rest.split_whitespace()
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert!(cpus.len() >= 3, "{out}");
+    assert!(
+        cpus.iter().all(|seen| *seen == format!("cpu {cpu}")),
+        "{out}"
+    );
+}
+
+#[test]
+fn latency_placements_count_only_the_allowed_cpus() {
+    let output = cli_on_cpu(
+        first_allowed_cpu(),
+        &[
+            "latency",
+            "--service",
+            "matmul",
+            "--n",
+            "8",
+            "--qps",
+            "100",
+            "--placement",
+            "cores",
+        ],
+    );
+    let err = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "error: placement cores needs 2 cores, this machine has 1"
+    );
+}
