@@ -5,10 +5,9 @@
 //!
 //! Checked from outside, by what the kernel says each pinned thread may use.
 
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Output};
 
-use parbench_mapper::tasks::{Pid, cpus_allowed, thread_affinity};
+use parbench_mapper::tasks::{Pid, confine_command, cpus_allowed, thread_affinity};
 
 /// This test process's first CPU: the one the CLI is confined to.
 fn first_allowed_cpu() -> usize {
@@ -19,19 +18,10 @@ fn first_allowed_cpu() -> usize {
 fn cli_on_cpu(cpu: usize, args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_parbench-cli"));
     command.args(args);
-    // SAFETY: the closure runs in the forked child before exec; it only fills a stack value and
-    // makes one system call, both async-signal-safe, and allocates nothing.
-    unsafe {
-        command.pre_exec(move || {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            match libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) {
-                0 => Ok(()),
-                _ => Err(std::io::Error::last_os_error()),
-            }
-        })
-    };
-    command.output().expect("the parbench-cli binary runs")
+    confine_command(&mut command, &[cpu])
+        .expect("a CPU of this process")
+        .output()
+        .expect("the parbench-cli binary runs")
 }
 
 fn text(bytes: &[u8]) -> String {

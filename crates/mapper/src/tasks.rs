@@ -355,16 +355,7 @@ pub fn cpus_allowed(pid: Pid, tid: Pid) -> Result<Vec<usize>, TaskError> {
 /// # Ok::<(), parbench_mapper::tasks::TaskError>(())
 /// ```
 pub fn set_thread_affinity(tid: Pid, cpus: &[usize]) -> Result<(), TaskError> {
-    // SAFETY: cpu_set_t is a plain bit array; all-zero is its valid empty value.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
-    for &cpu in cpus {
-        if cpu >= capacity {
-            return Err(TaskError::CpuNotAllowed { tid, cpu });
-        }
-        // SAFETY: `cpu` is below the set's capacity (checked above) and `set` is a valid set.
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-    }
+    let set = cpu_set(tid, cpus)?;
     // SAFETY: `set` is a valid, initialised cpu_set_t of the size passed; the call only reads it.
     let result =
         unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
@@ -377,6 +368,59 @@ pub fn set_thread_affinity(tid: Pid, cpus: &[usize]) -> Result<(), TaskError> {
             io::Error::last_os_error(),
         ))
     }
+}
+
+/// `cpus` as a `cpu_set_t`; [`TaskError::CpuNotAllowed`] (for `tid`) past its capacity.
+fn cpu_set(tid: Pid, cpus: &[usize]) -> Result<libc::cpu_set_t, TaskError> {
+    // SAFETY: cpu_set_t is a plain bit array; all-zero is its valid empty value.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    for &cpu in cpus {
+        if cpu >= capacity {
+            return Err(TaskError::CpuNotAllowed { tid, cpu });
+        }
+        // SAFETY: `cpu` is below the set's capacity (checked above) and `set` is a valid set.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    Ok(set)
+}
+
+/// Makes `command` start confined to `cpus`, as `taskset -c` does: its affinity is set in the
+/// child before `exec`, so the program's every thread and every program it starts inherit it.
+/// A set the kernel refuses (no allowed CPU in it) fails the spawn (`EINVAL`).
+///
+/// # Errors
+/// [`TaskError::CpuNotAllowed`] (thread 0, the child to be) for a CPU number beyond the kernel's
+/// `cpu_set_t`.
+///
+/// # Examples
+///
+/// ```
+/// use parbench_mapper::tasks::{confine_command, thread_affinity};
+/// let first = thread_affinity(0)?[0];
+/// let mut command = std::process::Command::new("grep");
+/// command.args(["Cpus_allowed_list", "/proc/self/status"]);
+/// let output = confine_command(&mut command, &[first])?.output()?;
+/// let line = String::from_utf8(output.stdout)?;
+/// assert_eq!(line.split_whitespace().nth(1), Some(first.to_string().as_str()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn confine_command<'a>(
+    command: &'a mut std::process::Command,
+    cpus: &[usize],
+) -> Result<&'a mut std::process::Command, TaskError> {
+    use std::os::unix::process::CommandExt;
+    let set = cpu_set(0, cpus)?;
+    // SAFETY: the closure runs in the forked child before exec; it makes one system call, which
+    // is async-signal-safe, on a set copied in beforehand, and allocates nothing.
+    Ok(unsafe {
+        command.pre_exec(move || {
+            match libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) {
+                0 => Ok(()),
+                _ => Err(io::Error::last_os_error()),
+            }
+        })
+    })
 }
 
 /// Pins thread `tid` to the single CPU `cpu` (OS numbering, as [`crate::Pu::os_index`]).

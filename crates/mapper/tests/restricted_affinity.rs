@@ -8,11 +8,10 @@
 //! set and its affinity narrowed to one CPU before it starts, so all of its threads (and the
 //! programs it starts) inherit the restriction, as under `taskset`.
 
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
 use parbench_mapper::corun::map_running;
-use parbench_mapper::tasks::{Pid, cpus_allowed, thread_affinity};
+use parbench_mapper::tasks::{Pid, confine_command, cpus_allowed, thread_affinity};
 use parbench_mapper::{Algorithm, InstructionMix, MapError, Topology};
 
 /// Names the case a child process runs, and holds the one CPU it may use; unset in the parent.
@@ -29,19 +28,10 @@ fn run_on_one_cpu(test: &str, cpu: usize) {
     command
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_CASE, format!("{test}={cpu}"));
-    // SAFETY: the closure runs in the forked child before exec; it only fills a stack value and
-    // makes one system call, both async-signal-safe, and allocates nothing.
-    unsafe {
-        command.pre_exec(move || {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            match libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) {
-                0 => Ok(()),
-                _ => Err(std::io::Error::last_os_error()),
-            }
-        })
-    };
-    let output = command.output().unwrap();
+    let output = confine_command(&mut command, &[cpu])
+        .unwrap()
+        .output()
+        .unwrap();
     let log = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
