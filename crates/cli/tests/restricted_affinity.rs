@@ -5,24 +5,13 @@
 //!
 //! Checked from outside, by what the kernel says each pinned thread may use.
 
-use std::process::{Child, Command, Output};
+use std::process::{Child, Command};
 
-use parbench_mapper::tasks::{Pid, confine_command, cpus_allowed, thread_affinity};
+use parbench_mapper::tasks::{Pid, cpus_allowed};
 
-/// This test process's first CPU: the one the CLI is confined to.
-fn first_allowed_cpu() -> usize {
-    thread_affinity(0).expect("sched_getaffinity of this thread")[0]
-}
-
-/// Runs `parbench-cli` with `args`, allowed to run only on `cpu`.
-fn cli_on_cpu(cpu: usize, args: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_parbench-cli"));
-    command.args(args);
-    confine_command(&mut command, &[cpu])
-        .expect("a CPU of this process")
-        .output()
-        .expect("the parbench-cli binary runs")
-}
+#[path = "support/one_cpu.rs"]
+mod one_cpu;
+use one_cpu::{first_allowed_cpu, on_one_cpu};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -31,10 +20,7 @@ fn text(bytes: &[u8]) -> String {
 #[test]
 fn map_of_more_threads_than_allowed_cpus_is_one_line_naming_them() {
     let cpu = first_allowed_cpu();
-    let output = cli_on_cpu(
-        cpu,
-        &["map", "--kernels", "fp-add,int-add", "--threads", "2"],
-    );
+    let output = on_one_cpu(&["map", "--kernels", "fp-add,int-add", "--threads", "2"]);
     let err = text(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
@@ -54,10 +40,7 @@ fn map_pid_from_one_allowed_cpu_pins_every_thread_to_it() {
         .collect();
     let pids: Vec<Pid> = sleepers.iter().map(|child| child.id() as Pid).collect();
     let list: Vec<String> = pids.iter().map(Pid::to_string).collect();
-    let output = cli_on_cpu(
-        cpu,
-        &["map", "--pid", &list.join(","), "--algorithm", "scatter"],
-    );
+    let output = on_one_cpu(&["map", "--pid", &list.join(","), "--algorithm", "scatter"]);
     let seen: Vec<Vec<usize>> = pids
         .iter()
         .map(|&pid| cpus_allowed(pid, pid).unwrap())
@@ -78,18 +61,15 @@ fn corun_from_one_allowed_cpu_pins_every_thread_to_it() {
     // A shell and two sleeps: three threads, so that any spreading mapping would reach a second
     // CPU if it saw one.
     let script = "sleep 0.5 & sleep 0.5; wait";
-    let output = cli_on_cpu(
-        cpu,
-        &[
-            "corun",
-            "--algorithm",
-            "round-robin",
-            "--",
-            "sh",
-            "-c",
-            script,
-        ],
-    );
+    let output = on_one_cpu(&[
+        "corun",
+        "--algorithm",
+        "round-robin",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
     let (out, err) = (text(&output.stdout), text(&output.stderr));
     assert!(output.status.success(), "{err}");
     let threads = out
@@ -111,29 +91,5 @@ fn corun_from_one_allowed_cpu_pins_every_thread_to_it() {
     assert!(
         cpus.iter().all(|seen| *seen == format!("cpu {cpu}")),
         "{out}"
-    );
-}
-
-#[test]
-fn latency_placements_count_only_the_allowed_cpus() {
-    let output = cli_on_cpu(
-        first_allowed_cpu(),
-        &[
-            "latency",
-            "--service",
-            "matmul",
-            "--n",
-            "8",
-            "--qps",
-            "100",
-            "--placement",
-            "cores",
-        ],
-    );
-    let err = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{err}");
-    assert_eq!(
-        err.trim_end(),
-        "error: placement cores needs 2 cores, this machine has 1"
     );
 }

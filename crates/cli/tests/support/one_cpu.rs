@@ -1,29 +1,22 @@
-//! Running `parbench-cli` as on a one-CPU machine: under `taskset -c N`, N the first CPU this
-//! process may use, so the binary sees a one-CPU set whatever this machine has.
+//! Running `parbench-cli` as on a one-CPU machine: confined, before it starts, to the first CPU
+//! this test process may use (as `taskset -c N` does), so the binary, its threads and the
+//! commands it starts see a one-CPU set whatever this machine has.
 
-use std::io::ErrorKind;
 use std::process::{Command, Output};
 
-/// Runs `parbench-cli` with `args` confined to one CPU; `None`, with the reason printed as
-/// SKIPPED, when `taskset` is not installed or no CPU of this process is known.
-pub fn on_one_cpu(args: &[&str]) -> Option<Output> {
-    let Some(cpu) = core_affinity::get_core_ids().and_then(|ids| ids.first().map(|id| id.id))
-    else {
-        eprintln!("SKIPPED: the CPUs this process may use are unknown");
-        return None;
-    };
-    let run = Command::new("taskset")
-        .arg("-c")
-        .arg(cpu.to_string())
-        .arg(env!("CARGO_BIN_EXE_parbench-cli"))
-        .args(args)
-        .output();
-    match run {
-        Ok(output) => Some(output),
-        Err(error) if error.kind() == ErrorKind::NotFound => {
-            eprintln!("SKIPPED: `taskset` is not installed ({error})");
-            None
-        }
-        Err(error) => panic!("taskset parbench-cli {args:?} did not run: {error}"),
-    }
+use parbench_mapper::tasks::{confine_command, thread_affinity};
+
+/// The first CPU this test process may use: the one [`on_one_cpu`] confines the binary to.
+pub fn first_allowed_cpu() -> usize {
+    thread_affinity(0).expect("sched_getaffinity of this thread")[0]
+}
+
+/// Runs `parbench-cli` with `args`, allowed to run only on [`first_allowed_cpu`].
+pub fn on_one_cpu(args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_parbench-cli"));
+    command.args(args);
+    confine_command(&mut command, &[first_allowed_cpu()])
+        .expect("a CPU of this process")
+        .output()
+        .expect("the parbench-cli binary runs")
 }
