@@ -25,10 +25,10 @@ fn map_of_more_threads_than_allowed_cpus_is_one_line_naming_them() {
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(
-        err.starts_with("error: 2 threads do not fit on 1 PUs"),
+        err.starts_with("error: 2 threads do not fit on 1 PU ("),
         "{err}"
     );
-    assert!(err.contains(&format!("CPUs {cpu})")), "{err}");
+    assert!(err.contains(&format!("CPU {cpu})")), "{err}");
 }
 
 #[test]

@@ -42,6 +42,9 @@ use crate::topology::Topology;
 /// let t = Topology::synthetic("core:1 pu:2")?;
 /// let err = Algorithm::RoundRobin.map(&t, &[InstructionMix::default(); 3]).unwrap_err();
 /// assert_eq!(err.to_string(), "3 threads do not fit on 2 PUs (one thread per PU; CPUs 0-1)");
+/// let one = Topology::synthetic("core:1 pu:1")?;
+/// let err = Algorithm::RoundRobin.map(&one, &[InstructionMix::default(); 2]).unwrap_err();
+/// assert_eq!(err.to_string(), "2 threads do not fit on 1 PU (one thread per PU; CPU 0)");
 /// # Ok::<(), parbench_mapper::TopologyError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -56,7 +59,9 @@ pub enum MapError {
     /// (see [`Topology::this_system`]), so the message names what a `taskset` or a container
     /// left.
     #[error(
-        "{threads} threads do not fit on {pus} PUs (one thread per PU; CPUs {})",
+        "{threads} threads do not fit on {pus} PU{} (one thread per PU; CPU{} {})",
+        if *pus == 1 { "" } else { "s" },
+        if cpus.len() == 1 { "" } else { "s" },
         crate::topology::cpu_ranges(cpus)
     )]
     TooManyThreads {
