@@ -1,16 +1,20 @@
 //! `corun` and `profile -- CMD` run as PID 1 of a PID namespace (as in a container), where they
 //! can also make the kernel reuse a TID on demand: each test runs this binary again, alone, as
 //! root of new user and PID namespaces with their own `/proc` (`unshare`), where the commands can
-//! set the next PID (`/proc/sys/kernel/ns_last_pid`). It prints SKIPPED where such namespaces
-//! cannot be made. A binary of its own: inside, nothing else may create threads meanwhile.
+//! set the next PID (`/proc/sys/kernel/ns_last_pid`) — as can the test itself, to check that
+//! `signal_process` leaves alone a process that got a listed one's PID. It prints SKIPPED where
+//! such namespaces cannot be made. A binary of its own: inside, nothing else may create threads
+//! meanwhile.
 
-use std::process::Command;
+use std::process::{Child, Command};
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use parbench_mapper::corun::{
-    ChildOutput, CommandSpec, CommandStatus, CorunOptions, CorunReport, corun,
+    ChildOutput, CommandSpec, CommandStatus, CorunOptions, CorunReport, corun, signal_process,
 };
 use parbench_mapper::perf::{ProfileRequest, profile_command};
+use parbench_mapper::tasks::{ProcessStat, read_process_stat};
 use parbench_mapper::{Algorithm, Topology};
 
 /// Set in the environment of the run inside the namespaces.
@@ -123,6 +127,48 @@ fn corun_counts_a_process_that_reuses_an_exited_ones_pid_as_another() {
                 "the shell and both sleeps: {report}"
             );
             assert_eq!(outcome.threads_seen, 3, "{report}");
+        },
+    );
+}
+
+/// `sleep 60` as the leader of a process group of its own (as a shell starts a job), with its
+/// `/proc/PID/stat`.
+fn sleep_in_own_group() -> (Child, ProcessStat) {
+    use std::os::unix::process::CommandExt;
+    let child = Command::new("sleep")
+        .arg("60")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let stat = read_process_stat(child.id() as i32).unwrap();
+    (child, stat)
+}
+
+#[test]
+fn a_process_that_reuses_a_listed_ones_pid_group_and_name_is_not_signalled() {
+    in_new_pid_namespace(
+        "a_process_that_reuses_a_listed_ones_pid_group_and_name_is_not_signalled",
+        || {
+            let (mut first, listed) = sleep_in_own_group();
+            // Start times count clock ticks (1/100 s): the second sleep must start in a later
+            // one for the two to differ at all.
+            std::thread::sleep(Duration::from_millis(50));
+            first.kill().unwrap();
+            first.wait().unwrap();
+            std::fs::write("/proc/sys/kernel/ns_last_pid", (listed.pid - 1).to_string()).unwrap();
+            let (mut second, now) = sleep_in_own_group();
+            assert_eq!(now.pid, listed.pid, "PID not reused");
+            assert_eq!((&now.comm, now.pgrp), (&listed.comm, listed.pgrp));
+            assert_ne!(now.start_time, listed.start_time);
+            let signalled = signal_process(&listed, libc::SIGKILL);
+            let second_alive = second.try_wait().unwrap().is_none();
+            assert!(
+                signal_process(&now, libc::SIGKILL),
+                "the second sleep itself"
+            );
+            second.wait().unwrap();
+            assert!(!signalled, "the first sleep's listing reached the second");
+            assert!(second_alive);
         },
     );
 }

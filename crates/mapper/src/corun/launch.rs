@@ -224,12 +224,26 @@ pub(crate) fn signal_group(pgid: Pid, signal: i32) -> bool {
     unsafe { libc::kill(-pgid, signal) == 0 }
 }
 
-/// Sends `signal` to `process` if it still looks like that process (same group and name as when
-/// it was listed — not the same parent: it may have been re-parented since — so a reused pid is
-/// most likely left alone); false when it is gone.
-pub(crate) fn signal_process(process: &ProcessStat, signal: i32) -> bool {
-    let same = read_process_stat(process.pid)
-        .is_some_and(|now| now.pgrp == process.pgrp && now.comm == process.comm);
+/// Sends `signal` to `process` (as listed by [`read_process_stat`] or
+/// [`all_processes`](crate::tasks::all_processes)) if it is still that process: same group, name
+/// and start time as when it was listed — not the same parent: it may have been re-parented
+/// since. A process that got its pid later is left alone even in the same group under the same
+/// name (a shell's job, its own group leader like a command's `setsid` child). False when it is
+/// gone or another process has its pid.
+///
+/// ```
+/// use parbench_mapper::corun::signal_process;
+/// use parbench_mapper::tasks::read_process_stat;
+/// let me = read_process_stat(std::process::id() as i32).unwrap();
+/// assert!(signal_process(&me, 0)); // signal 0: only checks that it may be signalled
+/// let mut later = me.clone();
+/// later.start_time = me.start_time.map(|start| start + 1);
+/// assert!(!signal_process(&later, 0));
+/// ```
+pub fn signal_process(process: &ProcessStat, signal: i32) -> bool {
+    let same = read_process_stat(process.pid).is_some_and(|now| {
+        now.pgrp == process.pgrp && now.comm == process.comm && now.start_time == process.start_time
+    });
     // SAFETY: kill takes plain integers; a positive pid addresses one process.
     same && unsafe { libc::kill(process.pid, signal) == 0 }
 }

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-pub use launch::{stop_on_termination_signals, stop_signal};
+pub use launch::{signal_process, stop_on_termination_signals, stop_signal};
 pub use roster::{PinnedThread, Roster};
 
 use crate::mapping::{Algorithm, MapError};
