@@ -296,7 +296,7 @@ fn stress_ng_processes_are_mapped_by_their_declared_classes() {
         assert!(output.status.success(), "{}", text(&output.stderr));
         assert!(out.contains("counters cover all of its threads"), "{out}");
         // stress-ng's parent and its two workers, each with counters of its own
-        assert!(out.contains("per thread (3 thread(s)"), "{out}");
+        assert!(out.contains("per thread (3 threads,"), "{out}");
         if !out.contains("instruction mix (measured)") {
             assert!(
                 out.contains("hardware counters for instruction classes are unavailable here"),
@@ -704,10 +704,10 @@ fn profile_says_on_stdout_stderr_and_in_json_that_threads_beyond_the_cap_are_not
     assert!(listed <= 256 && not_listed >= 45, "{out}");
     assert_eq!(listed + not_listed, 301, "{out}");
     assert!(
-        out.contains(&format!("per thread ({listed} thread(s)")),
+        out.contains(&format!("per thread ({listed} threads,")),
         "{out}"
     );
-    let note = format!("{not_listed} more thread(s) of this command are not listed per thread");
+    let note = format!("{not_listed} more threads of this command are not listed per thread");
     assert!(out.contains(&note), "{out}");
     assert!(err.contains(&format!("warning: {note}")), "{err}");
 }

@@ -55,7 +55,7 @@ pub use mapping_runs::{MappingOutcome, MappingRun, MappingRunError, gain_percent
 pub use mix::{InstrClass, InstructionMix, NamedMix, nas_like_mixes, smt_bench_mixes};
 pub use report::{
     AlgorithmScore, MapReport, ModelComparison, RandomPlacements, ThreadPlacement,
-    compare_on_model, map_report, study_report,
+    compare_on_model, map_report, plural, study_report,
 };
 pub use scenarios::{
     ScenarioError, ScenarioOutcome, ScenarioReport, ScenarioRow, ScenarioSuite, SuiteOutcome,

@@ -12,6 +12,23 @@ use crate::mapping::{Algorithm, MapError, threads_in_blocks};
 use crate::mix::{InstructionMix, NamedMix, nas_like_mixes, smt_bench_mixes};
 use crate::topology::Topology;
 
+/// `count` and `noun`, in the plural unless `count` is 1 (`s`, or `es` after an `s`): what the
+/// messages of this crate and the CLI print instead of "1 thread(s)".
+///
+/// ```
+/// use parbench_mapper::plural;
+/// assert_eq!(plural(1, "PU"), "1 PU");
+/// assert_eq!(plural(0, "thread"), "0 threads");
+/// assert_eq!(plural(2, "process"), "2 processes");
+/// ```
+pub fn plural(count: usize, noun: &str) -> String {
+    match (count, noun.ends_with('s')) {
+        (1, _) => format!("{count} {noun}"),
+        (_, true) => format!("{count} {noun}es"),
+        (_, false) => format!("{count} {noun}s"),
+    }
+}
+
 /// One algorithm's model score (`None` when it pins nothing).
 ///
 /// ```

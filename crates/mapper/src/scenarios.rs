@@ -109,7 +109,8 @@ pub struct ScenarioReport {
 pub enum ScenarioOutcome {
     /// Measured on a pair of siblings.
     Measured(ScenarioReport),
-    /// This machine has no core with two PUs: the scenarios cannot be run here.
+    /// No core has two PUs this process may use (under `taskset`, a core's siblings may be left
+    /// out): the scenarios cannot be run here.
     NoSmtSiblings {
         /// Cores seen.
         cores: usize,
@@ -503,7 +504,10 @@ impl fmt::Display for ScenarioOutcome {
             }
             ScenarioOutcome::NoSmtSiblings { cores, pus } => writeln!(
                 f,
-                "co-scheduling scenarios skipped: this machine has no SMT siblings ({cores} cores, {pus} PUs)"
+                "co-scheduling scenarios skipped: no SMT siblings among the CPUs this process may \
+                 use ({}, {})",
+                crate::report::plural(*cores, "core"),
+                crate::report::plural(*pus, "PU")
             ),
             ScenarioOutcome::Measured(report) => {
                 writeln!(
@@ -551,6 +555,17 @@ mod tests {
             );
             assert!(outcome.to_string().contains("no SMT siblings"));
         }
+    }
+
+    #[test]
+    fn no_smt_siblings_counts_in_the_singular_and_the_plural() {
+        let text = |cores, pus| ScenarioOutcome::NoSmtSiblings { cores, pus }.to_string();
+        assert_eq!(
+            text(1, 1),
+            "co-scheduling scenarios skipped: no SMT siblings among the CPUs this process may use \
+             (1 core, 1 PU)\n"
+        );
+        assert!(text(2, 2).ends_with("(2 cores, 2 PUs)\n"), "{}", text(2, 2));
     }
 
     #[test]

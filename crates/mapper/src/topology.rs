@@ -26,6 +26,8 @@ use hwlocality::object::{TopologyObject, TopologyObjectID};
 use hwlocality::topology::builder::BuildFlags;
 use serde::{Deserialize, Serialize};
 
+use crate::report::plural;
+
 mod interleaving;
 
 /// Errors while building or using a [`Topology`].
@@ -780,14 +782,17 @@ fn interleaving_model(levels: &[SyntheticLevel]) -> Option<Vec<interleaving::Lev
 /// Checks an explicit `indexes=` list (digits and commas only) for a level of `objects` objects.
 fn check_index_list(list: &str, objects: u64) -> Result<(), String> {
     if list.is_empty() {
-        return Err(format!("no numbers for {objects} object(s)"));
+        return Err(format!(
+            "no numbers for {}",
+            plural(objects as usize, "object")
+        ));
     }
     let entries: Vec<&str> = list.split(',').collect();
     if entries.len() as u64 != objects {
         return Err(format!(
-            "{} number(s) for {objects} object(s); give one per object of the level in the whole \
-             machine",
-            entries.len()
+            "{} for {}; give one per object of the level in the whole machine",
+            plural(entries.len(), "number"),
+            plural(objects as usize, "object")
         ));
     }
     let mut seen = std::collections::BTreeSet::new();
@@ -903,14 +908,6 @@ pub(crate) fn cpu_ranges(cpus: &[usize]) -> String {
     ranges.join(",")
 }
 
-fn plural(count: usize, noun: &str) -> String {
-    if count == 1 {
-        format!("{count} {noun}")
-    } else {
-        format!("{count} {noun}s")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -996,15 +993,11 @@ mod tests {
     #[test]
     fn malformed_synthetic_indexes_are_typed_errors_naming_the_problem() {
         for (bad, problem) in [
-            ("core:2 pu:2(indexes=0,1,2)", "3 number(s) for 4 object(s)"),
-            (
-                "core:2 pu:2(indexes=0,1,2,3,4)",
-                "5 number(s) for 4 object(s)",
-            ),
-            (
-                "core:2 pu:2(indexes=0,1,2,3,)",
-                "5 number(s) for 4 object(s)",
-            ),
+            ("core:2 pu:2(indexes=0,1,2)", "3 numbers for 4 objects;"),
+            ("core:2(indexes=5) pu:2", "1 number for 2 objects;"),
+            ("core:1 pu:1(indexes=)", "no numbers for 1 object"),
+            ("core:2 pu:2(indexes=0,1,2,3,4)", "5 numbers for 4 objects;"),
+            ("core:2 pu:2(indexes=0,1,2,3,)", "5 numbers for 4 objects;"),
             ("core:2 pu:2(indexes=)", "no numbers"),
             ("core:2 pu:2(indexes=0,1,,3)", "number 3 is empty"),
             ("core:2 pu:2(indexes=0,0,1,1)", "0 is given twice"),

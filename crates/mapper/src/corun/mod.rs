@@ -42,6 +42,7 @@ pub use roster::{PinnedThread, Roster};
 
 use crate::mapping::{Algorithm, MapError};
 use crate::mix::InstructionMix;
+use crate::report::plural;
 use crate::tasks::{
     Pid, ProcessStat, all_processes, descendants, running_threads, thread_start_time,
 };
@@ -308,13 +309,16 @@ impl fmt::Display for CorunReport {
                 .map_or_else(|| "-".to_owned(), |s| format!("{s:.3} s"));
             writeln!(
                 f,
-                "command {index}: {}\n  status: {}\n  wall time: {wall}, {} process(es), {} thread(s) seen{}",
+                "command {index}: {}\n  status: {}\n  wall time: {wall}, {}, {} seen{}",
                 command.label,
                 command.status,
-                command.processes_seen,
-                command.threads_seen,
+                plural(command.processes_seen, "process"),
+                plural(command.threads_seen, "thread"),
                 if command.leftovers_killed > 0 {
-                    format!(", {} leftover process(es) killed", command.leftovers_killed)
+                    format!(
+                        ", {} killed",
+                        plural(command.leftovers_killed, "leftover process")
+                    )
                 } else {
                     String::new()
                 }
@@ -334,8 +338,9 @@ impl fmt::Display for CorunReport {
         }
         writeln!(
             f,
-            "system time: {:.3} s (first start to last exit), {} mapping(s)",
-            self.system_time_s, self.remaps
+            "system time: {:.3} s (first start to last exit), {}",
+            self.system_time_s,
+            plural(self.remaps, "mapping")
         )?;
         for failure in &self.pin_failures {
             writeln!(f, "pin failed: {failure}")?;
@@ -784,6 +789,51 @@ mod tests {
 
     fn sh(script: &str) -> CommandSpec {
         CommandSpec::new(vec!["sh".into(), "-c".into(), script.into()])
+    }
+
+    #[test]
+    fn the_report_counts_in_the_singular_and_the_plural() {
+        let outcome = |processes, threads, leftovers| CommandOutcome {
+            label: "sh".into(),
+            argv: vec!["sh".into()],
+            pid: Some(42),
+            status: CommandStatus::Exited { code: 0 },
+            wall_s: Some(0.5),
+            threads_seen: threads,
+            processes_seen: processes,
+            leftovers_killed: leftovers,
+        };
+        let report = |commands, remaps| CorunReport {
+            algorithm: Algorithm::Os,
+            commands,
+            system_time_s: 0.5,
+            remaps,
+            threads: Vec::new(),
+            pin_failures: Vec::new(),
+            stopped: None,
+        };
+        let one = report(vec![outcome(1, 1, 1)], 1).to_string();
+        assert!(
+            one.contains(
+                "wall time: 0.500 s, 1 process, 1 thread seen, 1 leftover process killed\n"
+            ),
+            "{one}"
+        );
+        assert!(
+            one.ends_with("(first start to last exit), 1 mapping\n"),
+            "{one}"
+        );
+        let two = report(vec![outcome(2, 3, 2)], 2).to_string();
+        assert!(
+            two.contains(
+                "wall time: 0.500 s, 2 processes, 3 threads seen, 2 leftover processes killed\n"
+            ),
+            "{two}"
+        );
+        assert!(
+            two.ends_with("(first start to last exit), 2 mappings\n"),
+            "{two}"
+        );
     }
 
     fn group_members(pgid: Pid) -> Vec<Pid> {

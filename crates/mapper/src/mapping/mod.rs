@@ -85,7 +85,11 @@ pub enum MapError {
         name: String,
     },
     /// Fewer threads than workloads to give them to.
-    #[error("{threads} threads cannot run {workloads} workloads (need at least one thread each)")]
+    #[error(
+        "{} cannot run {} (need at least one thread each)",
+        crate::report::plural(*threads, "thread"),
+        crate::report::plural(*workloads, "workload")
+    )]
     FewerThreadsThanWorkloads {
         /// Threads requested.
         threads: usize,
@@ -639,6 +643,12 @@ mod tests {
                 workloads: 8
             })
         ));
+        assert_eq!(
+            threads_in_blocks(&crate::smt_bench_mixes()[..2], 1)
+                .unwrap_err()
+                .to_string(),
+            "1 thread cannot run 2 workloads (need at least one thread each)"
+        );
         for threads in [0, 8] {
             let empty = threads_in_blocks(&[], threads);
             assert_eq!(empty, Err(MapError::NoWorkloads), "{threads} threads");

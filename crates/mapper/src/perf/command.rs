@@ -26,6 +26,7 @@ use crate::corun::ChildOutput;
 use crate::corun::launch::{self, Launched, raise_descriptor_limit};
 use crate::corun::{kill_leftovers, note_outside_group};
 use crate::mix::{InstrClass, InstructionMix};
+use crate::report::plural;
 use crate::tasks::{Pid, all_processes, descendants, thread_start_time, threads_of};
 
 /// Per-thread counters are opened on at most this many threads (each costs one descriptor per
@@ -112,16 +113,28 @@ impl CommandProfile {
     ///                              wall_s: 0.1, exit_code: Some(0) };
     /// assert_eq!(p.threads_not_listed_note(), None);
     /// p.threads_not_listed = 3;
-    /// assert!(p.threads_not_listed_note().unwrap().contains("3 more thread(s)"));
+    /// assert!(p.threads_not_listed_note().unwrap().starts_with("3 more threads of this command are not"));
+    /// p.threads_not_listed = 1;
+    /// assert!(p.threads_not_listed_note().unwrap().starts_with("1 more thread of this command is not"));
     /// # Ok::<(), parbench_mapper::perf::ProfileError>(())
     /// ```
     pub fn threads_not_listed_note(&self) -> Option<String> {
         (self.threads_not_listed > 0).then(|| {
             format!(
-                "{} more thread(s) of this command are not listed per thread: per-thread \
-                 counters stop at {MAX_PROFILED_THREADS} threads or when they would leave too \
-                 few file descriptors under the hard limit (ulimit -Hn); the totals include them",
-                self.threads_not_listed
+                "{} of this command {} not listed per thread: per-thread counters stop at \
+                 {MAX_PROFILED_THREADS} threads or when they would leave too few file descriptors \
+                 under the hard limit (ulimit -Hn); the totals include {}",
+                plural(self.threads_not_listed, "more thread"),
+                if self.threads_not_listed == 1 {
+                    "is"
+                } else {
+                    "are"
+                },
+                if self.threads_not_listed == 1 {
+                    "it"
+                } else {
+                    "them"
+                }
             )
         })
     }
@@ -151,8 +164,8 @@ impl fmt::Display for CommandProfile {
         if let Some(per_thread) = &self.per_thread {
             writeln!(
                 f,
-                "per thread ({} thread(s), each counted from when it was seen):",
-                self.thread_ids.len()
+                "per thread ({}, each counted from when it was seen):",
+                plural(self.thread_ids.len(), "thread")
             )?;
             for (index, id) in self.thread_ids.iter().enumerate() {
                 let totals = per_thread.thread_totals(index).unwrap_or_default();
@@ -418,7 +431,8 @@ mod tests {
         let per_thread = profile.per_thread.as_ref().unwrap();
         let clock = per_thread.thread_totals(late).unwrap()[&Quantity::TaskClockNs].unwrap();
         assert!(clock > 0.0);
-        assert!(profile.to_string().contains("per thread ("), "{profile}");
+        let per_thread_line = format!("per thread ({} threads, each counted from", ids.len());
+        assert!(profile.to_string().contains(&per_thread_line), "{profile}");
     }
 
     #[test]
@@ -465,7 +479,10 @@ mod tests {
         assert_eq!(profile.thread_ids.len(), 2);
         assert_eq!(profile.threads_not_listed, 3, "{profile}");
         let text = profile.to_string();
-        assert!(text.contains("3 more thread(s)"), "{text}");
+        assert!(
+            text.contains("3 more threads of this command are"),
+            "{text}"
+        );
         let json = serde_json::to_string(&profile).unwrap();
         assert!(json.contains("\"threads_not_listed\":3"), "{json}");
     }

@@ -477,9 +477,9 @@ impl fmt::Display for Profile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "profile of {} on {} thread(s), CPU family {:?}",
+            "profile of {} on {}, CPU family {:?}",
             self.workload,
-            self.threads.len(),
+            crate::report::plural(self.threads.len(), "thread"),
             self.family
         )?;
         for thread in &self.threads {
@@ -734,6 +734,11 @@ mod tests {
         // Thread 0's counters failed, so the profile holds threads 1 and 2 only (as the latency
         // command's per-worker profiles do): each must get its own counts.
         let mut profile = hand_made_intel_profile();
+        let one = profile.to_string();
+        assert!(
+            one.starts_with("profile of hand-made on 1 thread, "),
+            "{one}"
+        );
         let mut second = profile.threads[0].clone();
         second.thread = 2;
         second.events[0] = record("instructions", Quantity::Instructions, Some(4000));
@@ -745,6 +750,10 @@ mod tests {
         assert!(profile.thread_totals(0).is_none());
         assert_eq!(profile.thread_metrics(2).unwrap().ipc, Some(2.0));
         let text = profile.to_string();
+        assert!(
+            text.starts_with("profile of hand-made on 2 threads, "),
+            "{text}"
+        );
         assert!(
             text.contains("thread 1: cycles 2000, instructions 1000"),
             "{text}"
