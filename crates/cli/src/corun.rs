@@ -20,7 +20,7 @@ use parbench_mapper::corun::{
 };
 use parbench_mapper::perf::{CommandProfile, MixSource, ProfileRequest, profile_command};
 use parbench_mapper::tasks::Pid;
-use parbench_mapper::{Algorithm, InstrClass, InstructionMix, Topology};
+use parbench_mapper::{Algorithm, InstrClass, InstructionMix, Topology, plural};
 use serde::Serialize;
 
 use crate::args::{parse_in_range, parse_seconds};
@@ -248,17 +248,21 @@ pub fn command_specs(
     Ok((specs, notes))
 }
 
-/// What this machine can show of the study's result.
+/// What this machine can show of the study's result. `topology` is this system's, which has
+/// only the CPUs this process may use (`Topology::this_system`): under `taskset` the machine may
+/// have more, and SMT siblings left out.
 fn machine_note(topology: &Topology) -> String {
     if topology.has_smt_siblings() {
-        "this machine has SMT siblings: instruction-aware placement can pair unlike threads on one core".to_owned()
+        "the CPUs this process may use have SMT siblings: instruction-aware placement can pair \
+         unlike threads on one core"
+            .to_owned()
     } else {
         format!(
-            "note: this machine has {} PU(s) and no SMT siblings: threads that share a PU here are \
+            "note: this process may use {}, without SMT siblings: threads that share a PU here are \
              time-sliced, not co-issued, so the SMT study's gains (+29.1 % over the Linux \
              scheduler, +17.4 % over round-robin, on average) cannot show; discovery, pinning, \
              re-mapping and reporting work as on any machine",
-            topology.pus().len()
+            plural(topology.pus().len(), "PU")
         )
     }
 }
@@ -679,12 +683,12 @@ impl std::fmt::Display for Comparison {
             .iter()
             .map(|r| r.system_times_s.len() + r.failed_runs);
         let runs = match (counts.clone().min(), counts.max()) {
-            (Some(fewest), Some(most)) if fewest < most => format!("{fewest}-{most}"),
-            (_, most) => most.unwrap_or(0).to_string(),
+            (Some(fewest), Some(most)) if fewest < most => format!("{fewest}-{most} runs"),
+            (_, most) => plural(most.unwrap_or(0), "run"),
         };
         writeln!(
             f,
-            "system time (first start to last exit), {runs} run(s) per algorithm, shuffled order; \
+            "system time (first start to last exit), {runs} per algorithm, shuffled order; \
              ci95 = mean ± t(0.975, n−1)·SE; vs os = median / os median (< 1 is faster)"
         )?;
         let command_headers: String = (0..self.commands.len())
@@ -807,7 +811,14 @@ pub fn map_pids(
         let stop = stop_on_termination_signals().map_err(|error| {
             CliError::Usage(format!("cannot install the signal handlers: {error}"))
         })?;
-        eprintln!("following until the process(es) exit (Ctrl-C stops following)");
+        eprintln!(
+            "following until {} (Ctrl-C stops following)",
+            if pids.len() == 1 {
+                "the process exits".to_owned()
+            } else {
+                format!("the {} processes exit", pids.len())
+            }
+        );
         Some(stop)
     } else {
         None
@@ -866,10 +877,15 @@ mod tests {
         };
         let interrupted = table(vec![row("scatter", vec![1.0, 1.1]), row("os", vec![1.2])]);
         assert!(
-            interrupted.starts_with("system time (first start to last exit), 1-2 run(s) per"),
+            interrupted.starts_with("system time (first start to last exit), 1-2 runs per"),
             "{interrupted}"
         );
         let complete = table(vec![row("scatter", vec![1.0]), row("os", vec![1.2])]);
-        assert!(complete.contains(", 1 run(s) per algorithm"), "{complete}");
+        assert!(complete.contains(", 1 run per algorithm"), "{complete}");
+        let two = table(vec![
+            row("scatter", vec![1.0, 1.1]),
+            row("os", vec![1.2, 1.3]),
+        ]);
+        assert!(two.contains(", 2 runs per algorithm"), "{two}");
     }
 }

@@ -20,7 +20,7 @@ use parbench_kernels::{Kernel, KernelError, Params, PreparedKernel, SeqExecutor,
 use parbench_mapper::perf::{MixSource, Profile};
 use parbench_mapper::{
     Algorithm, InstructionMix, MapError, NamedMix, SuiteOutcome, Topology, Workload,
-    declared_kernel_mixes, different_unit_partners, map_report, parse_topology_arg,
+    declared_kernel_mixes, different_unit_partners, map_report, parse_topology_arg, plural,
     run_scenario_suite,
 };
 
@@ -336,8 +336,18 @@ pub fn run(args: &MapArgs) -> Result<(), CliError> {
         Err(
             error @ (MapError::FewerThreadsThanWorkloads { .. } | MapError::TooManyThreads { .. }),
         ) if args.scenarios && args.threads.is_none() => {
-            eprintln!("no mapping: {error}; measuring the scenarios only");
+            let why = too_few_default_threads(&error, &topology).unwrap_or(error.to_string());
+            eprintln!("no mapping: {why}; measuring the scenarios only");
             None
+        }
+        Err(error) if args.threads.is_none() => {
+            return Err(match too_few_default_threads(&error, &topology) {
+                Some(why) => CliError::Usage(format!(
+                    "{why}: give fewer kernels or {}",
+                    more_pus(&topology)
+                )),
+                None => error.into(),
+            });
         }
         Err(error) => return Err(error.into()),
     };
@@ -367,6 +377,35 @@ pub fn run(args: &MapArgs) -> Result<(), CliError> {
         write_stdout(|out| write!(out, "{suite}"))?;
     }
     Ok(())
+}
+
+/// Says where the thread count of `error` came from when it is the default (one thread per PU of
+/// `topology`) and too small for the kernels — a count the user never gave. No other count can
+/// help: a mapping has at most one thread per PU. `None` for any other error.
+fn too_few_default_threads(error: &MapError, topology: &Topology) -> Option<String> {
+    let MapError::FewerThreadsThanWorkloads { threads, workloads } = *error else {
+        return None;
+    };
+    let pus = plural(threads, "PU");
+    let whose = if topology.is_this_system() {
+        format!("the {pus} this process may use")
+    } else {
+        format!("the {pus} of the topology")
+    };
+    Some(format!(
+        "--threads defaults to {whose}, but {} need at least {} (one each, at most one per PU)",
+        plural(workloads, "kernel"),
+        plural(workloads, "thread")
+    ))
+}
+
+/// Where more PUs can be had for `topology`.
+fn more_pus(topology: &Topology) -> &'static str {
+    if topology.is_this_system() {
+        "run on more CPUs"
+    } else {
+        "a topology with more PUs"
+    }
 }
 
 /// Refuses a flag of one mode given in the other, which would be silently ignored: `--class` and

@@ -15,8 +15,8 @@ use clap::Args;
 use parbench_kernels::{
     Kernel, KernelError, Params, PreparedKernel, RunReport, SeqExecutor, find_kernel,
 };
-use parbench_mapper::InstructionMix;
 use parbench_mapper::perf::{Profile, ProfileRequest, profile_threads, raise_descriptor_limit};
+use parbench_mapper::{InstructionMix, plural};
 
 use crate::args::{parse_key_value, parse_positive};
 use crate::commands::{untaken_parameter, write_stdout};
@@ -187,9 +187,9 @@ pub fn run(args: &ProfileArgs) -> Result<(), CliError> {
     write_stdout(|out| {
         writeln!(
             out,
-            "kernel {} on {} thread(s): each thread runs its own copy once on the seq executor",
+            "kernel {} on {}: each thread runs its own copy once on the seq executor",
             kernel.name(),
-            threads
+            plural(threads, "thread")
         )?;
         for (thread, report) in reports.iter().enumerate() {
             writeln!(

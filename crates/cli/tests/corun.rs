@@ -807,8 +807,12 @@ fn map_pid_follow_catches_a_late_thread_and_returns_when_the_program_exits() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(50));
     let pid_text = target.id().to_string();
-    let (out, _) = cli_ok(&["map", "--pid", &pid_text, "--follow"]);
+    let (out, err) = cli_ok(&["map", "--pid", &pid_text, "--follow"]);
     target.wait().unwrap();
+    assert!(
+        err.contains("following until the process exits (Ctrl-C stops following)"),
+        "{err}"
+    );
     assert!(out.contains("followed until exit"), "{out}");
     let threads = out
         .lines()

@@ -74,6 +74,27 @@ fn topology_bad_input_is_one_line_and_exit_2() {
 }
 
 #[test]
+fn profile_on_one_thread_says_thread_in_the_singular() {
+    let (out, _) = cli_ok(&[
+        "profile",
+        "--kernel",
+        "fp-add",
+        "--threads",
+        "1",
+        "--param",
+        "iters=2^10",
+    ]);
+    assert!(
+        out.starts_with("kernel fp-add on 1 thread: each thread"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nprofile of fp-add on 1 thread, CPU family"),
+        "{out}"
+    );
+}
+
+#[test]
 fn profile_fp_add_attributes_task_clock_per_thread_and_names_what_is_unavailable() {
     let path = scratch("fp-add.json");
     let path_text = path.to_str().expect("UTF-8 path");
@@ -91,6 +112,14 @@ fn profile_fp_add_attributes_task_clock_per_thread_and_names_what_is_unavailable
     for thread in ["thread 0: task-clock ns", "thread 1: task-clock ns"] {
         assert!(out.contains(thread), "{out}");
     }
+    assert!(
+        out.starts_with("kernel fp-add on 2 threads: each thread"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nprofile of fp-add on 2 threads, CPU family"),
+        "{out}"
+    );
     assert!(
         out.contains("classification rule: parbench's own rule, not the tail-latency study's"),
         "{out}"
@@ -299,6 +328,23 @@ fn map_scenarios_of_more_kernels_than_pus_measure_the_scenarios_without_a_mappin
     assert!(
         out.contains("scenarios skipped") || out.contains("geomean"),
         "{out}"
+    );
+}
+
+#[test]
+fn map_of_more_kernels_than_a_planned_machines_pus_without_threads_names_the_default() {
+    assert_bad_input(
+        &[
+            "map",
+            "--topology",
+            "synthetic:core:1 pu:2",
+            "--kernels",
+            "fp-add,int-add,load-dep",
+        ],
+        &[
+            "--threads defaults to the 2 PUs of the topology, but 3 kernels need at least 3 \
+           threads (one each, at most one per PU): give fewer kernels or a topology with more PUs",
+        ],
     );
 }
 

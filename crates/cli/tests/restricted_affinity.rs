@@ -32,6 +32,38 @@ fn map_of_more_threads_than_allowed_cpus_is_one_line_naming_them() {
 }
 
 #[test]
+fn map_of_more_kernels_than_allowed_cpus_without_threads_says_where_the_count_came_from() {
+    let output = on_one_cpu(&["map", "--kernels", "fp-add,int-add"]);
+    let err = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        "error: --threads defaults to the 1 PU this process may use, but 2 kernels need at least \
+         2 threads (one each, at most one per PU): give fewer kernels or run on more CPUs\n"
+    );
+    // With --scenarios the same reason, and the scenarios are still measured.
+    let output = on_one_cpu(&[
+        "map",
+        "--kernels",
+        "fp-add,int-add",
+        "--scenarios",
+        "--scenario-ms",
+        "1",
+        "--scenario-repetitions",
+        "1",
+    ]);
+    let err = text(&output.stderr);
+    assert!(output.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "no mapping: --threads defaults to the 1 PU this process may use, but 2 kernels need \
+             at least 2 threads (one each, at most one per PU); measuring the scenarios only\n"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn map_pid_from_one_allowed_cpu_pins_every_thread_to_it() {
     let cpu = first_allowed_cpu();
     // Three programs, so that any spreading mapping would reach a second CPU if it saw one.
@@ -72,6 +104,10 @@ fn corun_from_one_allowed_cpu_pins_every_thread_to_it() {
     ]);
     let (out, err) = (text(&output.stdout), text(&output.stderr));
     assert!(output.status.success(), "{err}");
+    assert!(
+        out.contains("\nnote: this process may use 1 PU, without SMT siblings: threads that share"),
+        "{out}"
+    );
     let threads = out
         .lines()
         .find_map(|line| line.trim().strip_prefix("threads (tid→last cpu):"))
