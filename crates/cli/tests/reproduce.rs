@@ -29,6 +29,46 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// On one CPU the studies' thread and CPU counts are 1, and their texts say so in the singular
+/// (they said "1 thread(s)", "1 CPU(s): 1 cells").
+#[test]
+fn studies_on_one_cpu_count_in_the_singular() {
+    let dir = scratch("pthreads-one-cpu");
+    let dir_text = dir.to_string_lossy().into_owned();
+    let output = on_one_cpu(&[
+        "reproduce",
+        "pthreads",
+        "--scale",
+        "tiny",
+        "-q",
+        "-o",
+        &dir_text,
+    ]);
+    let markdown = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        markdown.contains("\n| method | 1 thread | seq |\n"),
+        "{markdown}"
+    );
+    assert!(markdown.contains(" | 1 thread: "), "{markdown}");
+    let dir = scratch("far-atomics-one-cpu");
+    let dir_text = dir.to_string_lossy().into_owned();
+    let output = on_one_cpu(&[
+        "reproduce",
+        "far-atomics",
+        "--scale",
+        "tiny",
+        "-o",
+        &dir_text,
+    ]);
+    let err = text(&output.stderr);
+    assert!(output.status.success(), "{err}");
+    assert!(
+        err.contains("\n  round tas/portable on 1 CPU: 1 cell × 2 runs\n"),
+        "{err}"
+    );
+}
+
 #[test]
 fn list_shows_all_five_studies() {
     let output = cli(&["reproduce", "--list"]);
@@ -112,6 +152,23 @@ fn tail_latency_on_one_cpu_reports_the_placements_it_cannot_host() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let markdown = fs::read_to_string(dir.join("report.md")).expect("report.md");
     assert!(markdown.contains("| QPS | single |\n"), "{markdown}");
+    // Counts of one in the singular: the tiny scale has one service and one repetition.
+    assert!(
+        markdown.contains("— 1 kernel service instead of TailBench's applications"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("; 1 repetition per curve,"), "{markdown}");
+    let runs: usize = markdown
+        .split("A request = ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("no 'A request = N run':\n{markdown}"));
+    let noun = if runs == 1 { "run" } else { "runs" };
+    assert!(
+        markdown.contains(&format!("A request = {runs} {noun} of the kernel")),
+        "{markdown}"
+    );
     let cores_note = "placement cores needs 2 cores, this machine has 1: skipping placement cores";
     let finding = markdown
         .lines()

@@ -9,6 +9,7 @@
 
 use parbench_atomics::{Backend, LockKind};
 use parbench_kernels::{ExecutorKind, Params, PinPolicy, find_kernel};
+use parbench_mapper::plural;
 
 use crate::error::CliError;
 use crate::reproduce::figure::{BoxItem, box_plot_svg};
@@ -160,7 +161,8 @@ impl Study for FarAtomics {
                     interleave: 1,
                 };
                 let label = lock_label(lock, backend);
-                let cells = run.measure(&format!("round {label} on {cpus} CPU(s)"), &plan)?;
+                let cells =
+                    run.measure(&format!("round {label} on {}", plural(cpus, "CPU")), &plan)?;
                 rounds.push((label, cpus, cells));
             }
         }

@@ -373,9 +373,9 @@ impl StudyRun {
             }
         }
         self.note(&format!(
-            "  {condition}: {} cells × {} runs",
-            plan.cell_count(),
-            plan.runs + plan.warmup
+            "  {condition}: {} × {}",
+            parbench_mapper::plural(plan.cell_count(), "cell"),
+            parbench_mapper::plural(plan.runs + plan.warmup, "run")
         ));
         let progress = Progress::new(plan.total_runs(), self.quiet);
         let mut report = Report::new("sweep", &LABELS);

@@ -3,6 +3,7 @@
 //! created per run like pthreads (`spawn`), and its thread creation cost per thread with the SD.
 
 use parbench_kernels::{ExecutorKind, Params, PinPolicy, find_kernel};
+use parbench_mapper::plural;
 
 use crate::error::CliError;
 use crate::reproduce::figure::{BoxItem, Series, box_plot_svg, line_chart_svg};
@@ -125,7 +126,8 @@ impl Study for PthreadsStudy {
         let creation_text = |count: usize| {
             spawned.iter().find(|(c, _)| *c == count).map(|(_, s)| {
                 format!(
-                    "{count} thread(s): {} ± {} (SD) per thread",
+                    "{}: {} ± {} (SD) per thread",
+                    plural(count, "thread"),
                     time_text(s.mean * 1e-9),
                     time_text(s.sd.unwrap_or(0.0) * 1e-9)
                 )
@@ -247,7 +249,7 @@ fn time_text(seconds: f64) -> String {
 fn method_table(by_method: &[(&str, Vec<Cell>)], threads: &[usize]) -> String {
     let mut md = String::from("| method |");
     for t in threads {
-        md.push_str(&format!(" {t} thread(s) |"));
+        md.push_str(&format!(" {} |", plural(*t, "thread")));
     }
     md.push_str(" seq |\n|---|");
     md.push_str(&"---|".repeat(threads.len() + 1));

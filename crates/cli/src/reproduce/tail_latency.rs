@@ -20,6 +20,7 @@ use parbench_kernels::{Kernel, Params, SeqExecutor, find_kernel};
 use parbench_mapper::perf::{
     Profile, Quantity, SMT_FRIENDLY_RULE, StudyMetrics, nominal_frequency_mhz, tail_latency_events,
 };
+use parbench_mapper::plural;
 
 use crate::error::CliError;
 use crate::latency::{
@@ -82,18 +83,19 @@ impl Study for TailLatencyStudy {
             _ => SERVICES.len(),
         };
         format!(
-            "{services} kernel service(s) instead of TailBench's applications (a request = as many runs of \
+            "{} instead of TailBench's applications (a request = as many runs of \
              the kernel's small size as make ≈ {} µs of service); {loads} loads per placement \
              (fractions of one worker's measured capacity); warm-up = {}·QPS and measurement = 3 × warm-up \
              requests, i.e. TailBench's rule with {} s instead of 16 s of arrivals per load (factor {factor}); \
              placements single, cores and smt (cores only where two cores exist, smt only where SMT siblings \
              exist; one left out has no column in the p95 tables, the report says why, and without both cores \
-             and smt the classification is unavailable); {} repetition(s) per curve, \
+             and smt the classification is unavailable); {} per curve, \
              the median run per load reported",
+            plural(services, "kernel service"),
             target_service_s(scale) * 1e6,
             4.0 * factor,
             16.0 * factor,
-            repetitions(scale)
+            plural(repetitions(scale), "repetition")
         )
     }
 
@@ -135,7 +137,8 @@ impl Study for TailLatencyStudy {
                 .map(|f| (f * capacity).round().max(1.0))
                 .collect();
             run.note(&format!(
-                "  {name}: {runs_per_request} run(s) of {:.1} µs per request (capacity of one worker ≈ {capacity:.0} QPS); loads {loads:?}",
+                "  {name}: {} of {:.1} µs per request (capacity of one worker ≈ {capacity:.0} QPS); loads {loads:?}",
+                plural(runs_per_request, "run"),
                 run_s * 1e6
             ));
             let setup = LatencySetup {
@@ -583,8 +586,8 @@ fn report(
     let mut sections = Vec::new();
     for outcome in outcomes {
         let mut body = format!(
-            "A request = {} run(s) of the kernel at its small size, median service time {:.1} µs. p95 sojourn time (ms) per offered load; `sat` marks a load that hit a bound.\n\n| QPS |",
-            outcome.runs_per_request,
+            "A request = {} of the kernel at its small size, median service time {:.1} µs. p95 sojourn time (ms) per offered load; `sat` marks a load that hit a bound.\n\n| QPS |",
+            plural(outcome.runs_per_request, "run"),
             outcome.service_s * 1e6
         );
         for placement in &placements {
