@@ -165,10 +165,10 @@ pub fn compare_on_model(
     });
     Ok(ModelComparison {
         title: format!(
-            "{} threads on {} cores / {} PUs",
-            threads.len(),
-            topology.cores().len(),
-            topology.pus().len()
+            "{} on {} / {}",
+            plural(threads.len(), "thread"),
+            plural(topology.cores().len(), "core"),
+            plural(topology.pus().len(), "PU")
         ),
         threads: threads.iter().map(|t| t.name.clone()).collect(),
         scores,
@@ -423,6 +423,17 @@ mod tests {
         assert_eq!(score(&c, "instruction-aware"), 0.0);
         assert_eq!(score(&c, "scatter"), 0.0);
         assert!(c.random.is_none());
+        assert_eq!(c.title, "4 threads on 2 cores / 4 PUs");
+        let one = Topology::synthetic("core:1 pu:1").unwrap();
+        let alone = compare_on_model(&one, &threads_in_blocks(&[fp_mix()], 1).unwrap(), 0, 0);
+        assert_eq!(alone.unwrap().title, "1 thread on 1 core / 1 PU");
+    }
+
+    fn fp_mix() -> NamedMix {
+        NamedMix {
+            name: "fp".into(),
+            mix: InstructionMix::new([(InstrClass::Fp, 1.0)]),
+        }
     }
 
     #[test]

@@ -401,8 +401,11 @@ impl fmt::Display for SuiteOutcome {
             SuiteOutcome::Measured(suite) => {
                 writeln!(
                     f,
-                    "co-scheduling on siblings cpu {} and cpu {} ({} ms per run, {} repetitions; time for the same work, % of A alone, median):",
-                    suite.cpus.0, suite.cpus.1, suite.window_ms, suite.repetitions
+                    "co-scheduling on siblings cpu {} and cpu {} ({} ms per run, {}; time for the same work, % of A alone, median):",
+                    suite.cpus.0,
+                    suite.cpus.1,
+                    suite.window_ms,
+                    crate::report::plural(suite.repetitions, "repetition")
                 )?;
                 writeln!(
                     f,
@@ -555,6 +558,22 @@ mod tests {
             );
             assert!(outcome.to_string().contains("no SMT siblings"));
         }
+    }
+
+    #[test]
+    fn a_suite_says_its_repetitions_in_the_singular_and_the_plural() {
+        let heading = |repetitions| {
+            SuiteOutcome::Measured(ScenarioSuite::new((0, 1), 20, repetitions, Vec::new()))
+                .to_string()
+        };
+        let one = heading(1);
+        assert!(
+            one.starts_with(
+                "co-scheduling on siblings cpu 0 and cpu 1 (20 ms per run, 1 repetition; "
+            ),
+            "{one}"
+        );
+        assert!(heading(3).contains("(20 ms per run, 3 repetitions; "));
     }
 
     #[test]

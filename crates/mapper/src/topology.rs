@@ -98,7 +98,7 @@ pub enum TopologyError {
         argument: String,
     },
     /// A PU index outside the topology.
-    #[error("PU index {pu} is out of range (topology has {pus} PUs)")]
+    #[error("PU index {pu} is out of range (topology has {})", plural(*pus, "PU"))]
     PuOutOfRange {
         /// The index asked for.
         pu: usize,
@@ -1206,6 +1206,11 @@ mod tests {
             t.bind_current_thread(9),
             Err(TopologyError::PuOutOfRange { pu: 9, pus: 2 })
         ));
+        let one = Topology::synthetic("core:1 pu:1").unwrap();
+        assert_eq!(
+            one.bind_current_thread(3).unwrap_err().to_string(),
+            "PU index 3 is out of range (topology has 1 PU)"
+        );
     }
 
     #[test]
