@@ -30,7 +30,8 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// On one CPU the studies' thread and CPU counts are 1, and their texts say so in the singular
-/// (they said "1 thread(s)", "1 CPU(s): 1 cells").
+/// (they said "1 thread(s)", "1 CPU(s): 1 cells", "1 threads", "1 cores, 1 PUs"), naming the
+/// CPUs this process may use rather than "this machine's cores".
 #[test]
 fn studies_on_one_cpu_count_in_the_singular() {
     let dir = scratch("pthreads-one-cpu");
@@ -51,6 +52,14 @@ fn studies_on_one_cpu_count_in_the_singular() {
         "{markdown}"
     );
     assert!(markdown.contains(" | 1 thread: "), "{markdown}");
+    assert!(
+        markdown.contains(" | 1 thread created per run (spawn), "),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("\n- Here: ") && markdown.contains(", 1 hardware thread available, "),
+        "{markdown}"
+    );
     let dir = scratch("far-atomics-one-cpu");
     let dir_text = dir.to_string_lossy().into_owned();
     let output = on_one_cpu(&[
@@ -66,6 +75,56 @@ fn studies_on_one_cpu_count_in_the_singular() {
     assert!(
         err.contains("\n  round tas/portable on 1 CPU: 1 cell × 2 runs\n"),
         "{err}"
+    );
+    let markdown = text(&output.stdout);
+    assert!(
+        markdown.contains("`tiny` — 1 thread (one per CPU this process may use); round: "),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains(" | std atomics, 1 thread, 2 runs |"),
+        "{markdown}"
+    );
+    let dir = scratch("scheduler-one-cpu");
+    let dir_text = dir.to_string_lossy().into_owned();
+    let output = on_one_cpu(&[
+        "reproduce",
+        "scheduler",
+        "--scale",
+        "tiny",
+        "-q",
+        "-o",
+        &dir_text,
+    ]);
+    let markdown = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        markdown.contains(" | 1 thread, width 2^10, rows = 1 × 2^9, "),
+        "{markdown}"
+    );
+    let dir = scratch("smt-mapping-one-cpu");
+    let dir_text = dir.to_string_lossy().into_owned();
+    let output = on_one_cpu(&[
+        "reproduce",
+        "smt-mapping",
+        "--scale",
+        "tiny",
+        "-q",
+        "-o",
+        &dir_text,
+    ]);
+    let markdown = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        markdown.contains("; 1 core, 1 PU (no SMT siblings)\n"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains(
+            " | every PU this process may use busy, the 8 kernels' threads in \
+             blocks; 5 ms per run, 1 repetition; "
+        ),
+        "{markdown}"
     );
 }
 

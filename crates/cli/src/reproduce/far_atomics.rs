@@ -70,8 +70,8 @@ impl Study for FarAtomics {
     fn scaling(&self, scale: Scale) -> String {
         let (philosophers, bites, eat) = round_size(scale);
         let common = format!(
-            "{} threads (this machine's cores); round: {philosophers} philosophers × {bites} bites of {eat} ns",
-            cores()
+            "{} (one per CPU this process may use); round: {philosophers} philosophers × {bites} bites of {eat} ns",
+            plural(cores(), "thread")
         );
         match scale {
             Scale::Tiny => format!("{common}; small search inputs, 2 runs per cell"),
@@ -313,6 +313,7 @@ impl FarAtomics {
         scale: Scale,
     ) -> Vec<MeasuredFigure> {
         let (philosophers, bites, eat) = round_size(scale);
+        let threads_text = plural(threads, "thread");
         let find = |kernel: &str, backend: &str| {
             search
                 .iter()
@@ -387,7 +388,7 @@ impl FarAtomics {
             MeasuredFigure {
                 id: "kernel-lse-vs-llsc".into(),
                 value: lse_vs_llsc,
-                conditions: format!("median LSE / median LL/SC on spawn, {threads} threads, {runs} runs"),
+                conditions: format!("median LSE / median LL/SC on spawn, {threads_text}, {runs} runs"),
             },
             MeasuredFigure {
                 id: "spawn-overhead".into(),
@@ -396,7 +397,7 @@ impl FarAtomics {
                 } else {
                     Measured::Finding(format!("spawn / tree median time: {}", spawn_ratios.join(", ")))
                 },
-                conditions: format!("std atomics, {threads} threads, {runs} runs"),
+                conditions: format!("std atomics, {threads_text}, {runs} runs"),
             },
             MeasuredFigure {
                 id: "platform-results".into(),
@@ -411,7 +412,7 @@ impl FarAtomics {
                     "median portable / median std on spawn: {}",
                     portable_vs_std.join(", ")
                 )),
-                conditions: format!("{threads} threads, {runs} runs"),
+                conditions: format!("{threads_text}, {runs} runs"),
             },
             MeasuredFigure {
                 id: "round-confined-vs-free".into(),

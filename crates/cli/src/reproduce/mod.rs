@@ -419,9 +419,10 @@ pub fn machine_conditions() -> String {
         "release build"
     };
     format!(
-        "{} {}, {cores} hardware threads available, {build}",
+        "{} {}, {} available, {build}",
         std::env::consts::ARCH,
-        std::env::consts::OS
+        std::env::consts::OS,
+        parbench_mapper::plural(cores, "hardware thread")
     )
 }
 

@@ -39,7 +39,7 @@ impl Study for PthreadsStudy {
         match scale {
             Scale::Tiny => "2^12 trapezoids, 2 runs, thread creation up to 8 threads".to_owned(),
             Scale::Default => format!(
-                "threads 1..{} (this machine's cores), 2^20 trapezoids at block = 1 (the study's n is not recorded here), 20 runs per cell; thread creation for 1 … 256 threads, 30 runs",
+                "threads 1..{} (the CPUs this process may use), 2^20 trapezoids at block = 1 (the study's n is not recorded here), 20 runs per cell; thread creation for 1 … 256 threads, 30 runs",
                 cores()
             ),
             Scale::Full => format!(
@@ -58,6 +58,7 @@ impl Study for PthreadsStudy {
             _ => (1..=cores()).collect(),
         };
         let top = *threads.iter().max().unwrap_or(&1);
+        let top_threads = plural(top, "thread");
         let n = scale.pick("2^12", "2^20", "2^24");
         let trapezoid = find_kernel("trapezoid")?;
         let mut by_method: Vec<(&str, Vec<Cell>)> = Vec::new();
@@ -153,7 +154,7 @@ impl Study for PthreadsStudy {
                     Measured::Finding(ranking_text)
                 },
                 conditions: format!(
-                    "{top} threads created per run (spawn), n = {n}, block = 1, medians of {runs} runs"
+                    "{top_threads} created per run (spawn), n = {n}, block = 1, medians of {runs} runs"
                 ),
             },
             MeasuredFigure {
@@ -176,13 +177,13 @@ impl Study for PthreadsStudy {
             })
             .collect();
         if let Ok(svg) = box_plot_svg(
-            &format!("trapezoid, block = 1, n = {n}, {top} threads"),
+            &format!("trapezoid, block = 1, n = {n}, {top_threads}"),
             "seconds per run",
             &items,
         ) {
             figures.push(FigureFile {
                 file: "trapezoid-block1.svg".into(),
-                caption: format!("Run time per method at block = 1 on {top} threads created per run: boxes p25–p75 with the median, whiskers p5/p95, red: mean with its 95 % CI; {runs} runs."),
+                caption: format!("Run time per method at block = 1 on {top_threads} created per run: boxes p25–p75 with the median, whiskers p5/p95, red: mean with its 95 % CI; {runs} runs."),
                 svg,
             });
         }

@@ -9,6 +9,7 @@
 use std::time::Instant;
 
 use parbench_kernels::{ExecutorKind, Params, PinPolicy, find_kernel};
+use parbench_mapper::plural;
 use parbench_scheduler::{DEFAULT_TUNING_ROUNDS, ThreadPoolBuilder, tune_timespan};
 
 use crate::error::CliError;
@@ -76,7 +77,7 @@ impl Study for SchedulerStudy {
                     .to_owned()
             }
             Scale::Default => format!(
-                "threads 1..{} (this machine's cores, not the study's server), spmv widths 2^10 and 2^15 with rows = threads × 2^9, 30 runs per cell (3 warm-up), tuner {DEFAULT_TUNING_ROUNDS} calls",
+                "threads 1..{} (the CPUs this process may use, not the study's server), spmv widths 2^10 and 2^15 with rows = threads × 2^9, 30 runs per cell (3 warm-up), tuner {DEFAULT_TUNING_ROUNDS} calls",
                 cores()
             ),
             Scale::Full => format!(
@@ -92,6 +93,7 @@ impl Study for SchedulerStudy {
         let warmup = scale.pick(0, 3, 10);
         let threads = Self::threads(scale);
         let top = *threads.iter().max().unwrap_or(&1);
+        let top_threads = plural(top, "thread");
         let plan = |kernels: Vec<&'static str>, params: Params| -> Result<SweepPlan, CliError> {
             Ok(SweepPlan {
                 kernels: kernels
@@ -134,7 +136,7 @@ impl Study for SchedulerStudy {
             for (kernel, stem) in SPMV {
                 let id = format!("cpp-{stem}-2^{width}");
                 let conditions = format!(
-                    "{top} threads, width 2^{width}, rows = {top} × 2^9, {runs} runs, median seq / median tree; {}",
+                    "{top_threads}, width 2^{width}, rows = {top} × 2^9, {runs} runs, median seq / median tree; {}",
                     best_other(cells, kernel, top)
                 );
                 measured.push(MeasuredFigure {
@@ -160,7 +162,7 @@ impl Study for SchedulerStudy {
                 &["static"],
             )),
             conditions: format!(
-                "spmv-balanced, width 2^{largest}, {top} threads, medians of {runs} runs"
+                "spmv-balanced, width 2^{largest}, {top_threads}, medians of {runs} runs"
             ),
         });
         let unbalanced: Vec<String> = ["spmv-triangle", "spmv-hyperbolic"]
@@ -170,7 +172,7 @@ impl Study for SchedulerStudy {
         measured.push(MeasuredFigure {
             id: "unbalanced-claim".into(),
             value: Measured::Finding(unbalanced.join("; ")),
-            conditions: format!("width 2^{largest}, {top} threads, medians of {runs} runs"),
+            conditions: format!("width 2^{largest}, {top_threads}, medians of {runs} runs"),
         });
         let composable: Vec<String> = ["matmul", "transpose"]
             .iter()
@@ -192,13 +194,13 @@ impl Study for SchedulerStudy {
                     composable.join("; ")
                 ))
             },
-            conditions: format!("{top} threads, {runs} runs"),
+            conditions: format!("{top_threads}, {runs} runs"),
         });
 
         // The study's tuner on a pool of this machine's size.
         let rounds = scale.pick(200, DEFAULT_TUNING_ROUNDS, DEFAULT_TUNING_ROUNDS);
         run.note(&format!(
-            "  timespan tuner: {rounds} calls on {top} threads"
+            "  timespan tuner: {rounds} calls on {top_threads}"
         ));
         let pool = ThreadPoolBuilder::new()
             .num_threads(top)
@@ -212,7 +214,7 @@ impl Study for SchedulerStudy {
             id: "tuner-rounds".into(),
             value: Measured::number(rounds as f64, "calls"),
             conditions: format!(
-                "{top} threads; p99 start-up time (the timespan) {:.2} µs; the tuner took {:.0} ms",
+                "{top_threads}; p99 start-up time (the timespan) {:.2} µs; the tuner took {:.0} ms",
                 timespan.as_secs_f64() * 1e6,
                 tuning.as_secs_f64() * 1e3
             ),
@@ -239,13 +241,13 @@ impl Study for SchedulerStudy {
                 })
                 .collect();
             if let Ok(svg) = box_plot_svg(
-                &format!("{kernel}, width 2^{largest}, {top} threads"),
+                &format!("{kernel}, width 2^{largest}, {top_threads}"),
                 "seconds per run",
                 &items,
             ) {
                 figures.push(FigureFile {
                     file: format!("{kernel}-boxes.svg"),
-                    caption: format!("{kernel} at width 2^{largest} on {top} threads: boxes p25–p75 with the median, whiskers p5/p95, red: mean with its 95 % CI; {runs} runs per scheduler."),
+                    caption: format!("{kernel} at width 2^{largest} on {top_threads}: boxes p25–p75 with the median, whiskers p5/p95, red: mean with its 95 % CI; {runs} runs per scheduler."),
                     svg,
                 });
             }
@@ -290,7 +292,7 @@ impl Study for SchedulerStudy {
             ),
             measured,
             sections: vec![Section {
-                heading: format!("Speed-up over seq on {top} threads (median ratio)"),
+                heading: format!("Speed-up over seq on {top_threads} (median ratio)"),
                 body: table,
             }],
             figures,

@@ -14,8 +14,8 @@ use std::time::Duration;
 use parbench_mapper::perf::{MixSource, ProfileRequest, profile_threads};
 use parbench_mapper::{
     Algorithm, InstrClass, InstructionMix, MappingOutcome, NamedMix, SuiteOutcome, Topology,
-    Workload, compare_on_model, gain_percent, nas_like_mixes, run_mappings, smt_bench_mixes,
-    threads_in_blocks,
+    Workload, compare_on_model, gain_percent, nas_like_mixes, plural, run_mappings,
+    smt_bench_mixes, threads_in_blocks,
 };
 
 use crate::error::CliError;
@@ -54,9 +54,10 @@ impl Study for SmtMappingStudy {
 
     fn scaling(&self, scale: Scale) -> String {
         let (ms, reps) = windows(scale);
+        let reps = plural(reps, "repetition");
         format!(
             "the 8 SMT-bench kernels (declared or, with a PMU, measured five-class mixes) instead of \
-             NAS; scenarios and mapping runs of {ms} ms × {reps} repetitions each (where SMT siblings \
+             NAS; scenarios and mapping runs of {ms} ms × {reps} each (where SMT siblings \
              exist); NAS-like assumed mixes for the model only; mappings on synthetic {SMALL} and {LARGE}"
         )
     }
@@ -64,6 +65,7 @@ impl Study for SmtMappingStudy {
     fn run(&self, run: &mut StudyRun) -> Result<StudyReport, CliError> {
         let scale = run.scale;
         let (ms, repetitions) = windows(scale);
+        let repetitions_text = plural(repetitions, "repetition");
         let window = Duration::from_millis(ms);
         let this = Topology::this_system()?;
 
@@ -110,7 +112,7 @@ impl Study for SmtMappingStudy {
 
         let mut measured = Vec::new();
         let suite_conditions = format!(
-            "8 SMT-bench kernels, scenario C partner = nearest kernel of a different class; {ms} ms per run, {repetitions} repetitions, median per kernel, geometric mean over kernels"
+            "8 SMT-bench kernels, scenario C partner = nearest kernel of a different class; {ms} ms per run, {repetitions_text}, median per kernel, geometric mean over kernels"
         );
         match &suite {
             SuiteOutcome::Measured(result) => {
@@ -152,7 +154,7 @@ impl Study for SmtMappingStudy {
             }
         }
         let mapping_conditions = format!(
-            "every PU of this machine busy, the 8 kernels' threads in blocks; {ms} ms per run, {repetitions} repetitions; gain = geometric mean over threads of the ratio of median throughputs − 1"
+            "every PU this process may use busy, the 8 kernels' threads in blocks; {ms} ms per run, {repetitions_text}; gain = geometric mean over threads of the ratio of median throughputs − 1"
         );
         match &mapping_outcome {
             MappingOutcome::Measured(runs) => {
@@ -240,10 +242,10 @@ impl Study for SmtMappingStudy {
             scale,
             scaling: self.scaling(scale),
             conditions_here: format!(
-                "{}; {} cores, {} PUs{}",
+                "{}; {}, {}{}",
                 machine_conditions(),
-                this.cores().len(),
-                this.pus().len(),
+                plural(this.cores().len(), "core"),
+                plural(this.pus().len(), "PU"),
                 if this.has_smt_siblings() {
                     " (SMT siblings present)"
                 } else {
