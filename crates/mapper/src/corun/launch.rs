@@ -224,12 +224,11 @@ pub(crate) fn signal_group(pgid: Pid, signal: i32) -> bool {
     unsafe { libc::kill(-pgid, signal) == 0 }
 }
 
-/// Sends `signal` to `process` (as listed by [`read_process_stat`] or
-/// [`all_processes`](crate::tasks::all_processes)) if it is still that process: same group, name
-/// and start time as when it was listed — not the same parent: it may have been re-parented
-/// since. A process that got its pid later is left alone even in the same group under the same
-/// name (a shell's job, its own group leader like a command's `setsid` child). False when it is
-/// gone or another process has its pid.
+/// Sends `signal` to `process` (as listed by [`read_process_stat`] or [`all_processes`]) if it
+/// is still that process: same group, name and start time as when it was listed — not the same
+/// parent: it may have been re-parented since. A process that got its pid later is left alone
+/// even in the same group under the same name (a shell's job, its own group leader like a
+/// command's `setsid` child). False when it is gone or another process has its pid.
 ///
 /// ```
 /// use parbench_mapper::corun::signal_process;
