@@ -34,98 +34,51 @@ fn scratch(name: &str) -> PathBuf {
 /// CPUs this process may use rather than "this machine's cores".
 #[test]
 fn studies_on_one_cpu_count_in_the_singular() {
-    let dir = scratch("pthreads-one-cpu");
-    let dir_text = dir.to_string_lossy().into_owned();
-    let output = on_one_cpu(&[
-        "reproduce",
-        "pthreads",
-        "--scale",
-        "tiny",
-        "-q",
-        "-o",
-        &dir_text,
-    ]);
-    let markdown = text(&output.stdout);
-    assert!(output.status.success(), "{}", text(&output.stderr));
-    assert!(
-        markdown.contains("\n| method | 1 thread | seq |\n"),
-        "{markdown}"
-    );
-    assert!(markdown.contains(" | 1 thread: "), "{markdown}");
-    assert!(
-        markdown.contains(" | 1 thread created per run (spawn), "),
-        "{markdown}"
-    );
-    assert!(
-        markdown.contains("\n- Here: ") && markdown.contains(", 1 hardware thread available, "),
-        "{markdown}"
-    );
-    let dir = scratch("far-atomics-one-cpu");
-    let dir_text = dir.to_string_lossy().into_owned();
-    let output = on_one_cpu(&[
-        "reproduce",
-        "far-atomics",
-        "--scale",
-        "tiny",
-        "-o",
-        &dir_text,
-    ]);
-    let err = text(&output.stderr);
-    assert!(output.status.success(), "{err}");
-    assert!(
-        err.contains("\n  round tas/portable on 1 CPU: 1 cell × 2 runs\n"),
-        "{err}"
-    );
-    let markdown = text(&output.stdout);
-    assert!(
-        markdown.contains("`tiny` — 1 thread (one per CPU this process may use); round: "),
-        "{markdown}"
-    );
-    assert!(
-        markdown.contains(" | std atomics, 1 thread, 2 runs |"),
-        "{markdown}"
-    );
-    let dir = scratch("scheduler-one-cpu");
-    let dir_text = dir.to_string_lossy().into_owned();
-    let output = on_one_cpu(&[
-        "reproduce",
-        "scheduler",
-        "--scale",
-        "tiny",
-        "-q",
-        "-o",
-        &dir_text,
-    ]);
-    let markdown = text(&output.stdout);
-    assert!(output.status.success(), "{}", text(&output.stderr));
-    assert!(
-        markdown.contains(" | 1 thread, width 2^10, rows = 1 × 2^9, "),
-        "{markdown}"
-    );
-    let dir = scratch("smt-mapping-one-cpu");
-    let dir_text = dir.to_string_lossy().into_owned();
-    let output = on_one_cpu(&[
-        "reproduce",
-        "smt-mapping",
-        "--scale",
-        "tiny",
-        "-q",
-        "-o",
-        &dir_text,
-    ]);
-    let markdown = text(&output.stdout);
-    assert!(output.status.success(), "{}", text(&output.stderr));
-    assert!(
-        markdown.contains("; 1 core, 1 PU (no SMT siblings)\n"),
-        "{markdown}"
-    );
-    assert!(
-        markdown.contains(
-            " | every PU this process may use busy, the 8 kernels' threads in \
-             blocks; 5 ms per run, 1 repetition; "
+    let cases: [(&str, &[&str]); 4] = [
+        (
+            "pthreads",
+            &[
+                "\n| method | 1 thread | seq |\n",
+                " | 1 thread: ",
+                " | 1 thread created per run (spawn), ",
+                ", 1 hardware thread available, ",
+            ],
         ),
-        "{markdown}"
-    );
+        (
+            "far-atomics",
+            &[
+                "`tiny` — 1 thread (one per CPU this process may use); round: ",
+                " | std atomics, 1 thread, 2 runs |",
+            ],
+        ),
+        ("scheduler", &[" | 1 thread, width 2^10, rows = 1 × 2^9, "]),
+        (
+            "smt-mapping",
+            &[
+                "; 1 core, 1 PU (no SMT siblings)\n",
+                " | every PU this process may use busy, the 8 kernels' threads in blocks; 5 ms \
+                 per run, 1 repetition; ",
+            ],
+        ),
+    ];
+    for (study, needles) in cases {
+        let dir = scratch(&format!("{study}-one-cpu"));
+        let dir_text = dir.to_string_lossy().into_owned();
+        // Not quiet: the progress notes on stderr count cells and CPUs too.
+        let output = on_one_cpu(&["reproduce", study, "--scale", "tiny", "-o", &dir_text]);
+        let (markdown, err) = (text(&output.stdout), text(&output.stderr));
+        assert!(output.status.success(), "{study}: {err}");
+        for needle in needles {
+            assert!(
+                markdown.contains(needle),
+                "{study}: `{needle}` missing:\n{markdown}"
+            );
+        }
+        if study == "far-atomics" {
+            let note = "\n  round tas/portable on 1 CPU: 1 cell × 2 runs\n";
+            assert!(err.contains(note), "{err}");
+        }
+    }
 }
 
 #[test]

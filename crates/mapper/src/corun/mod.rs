@@ -812,28 +812,24 @@ mod tests {
             pin_failures: Vec::new(),
             stopped: None,
         };
-        let one = report(vec![outcome(1, 1, 1)], 1).to_string();
-        assert!(
-            one.contains(
-                "wall time: 0.500 s, 1 process, 1 thread seen, 1 leftover process killed\n"
+        for (count, counted, mappings) in [
+            (
+                1,
+                "1 process, 1 thread seen, 1 leftover process killed",
+                "1 mapping",
             ),
-            "{one}"
-        );
-        assert!(
-            one.ends_with("(first start to last exit), 1 mapping\n"),
-            "{one}"
-        );
-        let two = report(vec![outcome(2, 3, 2)], 2).to_string();
-        assert!(
-            two.contains(
-                "wall time: 0.500 s, 2 processes, 3 threads seen, 2 leftover processes killed\n"
+            (
+                2,
+                "2 processes, 2 threads seen, 2 leftover processes killed",
+                "2 mappings",
             ),
-            "{two}"
-        );
-        assert!(
-            two.ends_with("(first start to last exit), 2 mappings\n"),
-            "{two}"
-        );
+        ] {
+            let text = report(vec![outcome(count, count, count)], count).to_string();
+            let wall = format!("wall time: 0.500 s, {counted}\n");
+            assert!(text.contains(&wall), "{text}");
+            let end = format!("(first start to last exit), {mappings}\n");
+            assert!(text.ends_with(&end), "{text}");
+        }
     }
 
     fn group_members(pgid: Pid) -> Vec<Pid> {
