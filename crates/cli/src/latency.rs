@@ -1624,13 +1624,18 @@ mod tests {
         assert_eq!(names, ["single"]);
         assert_eq!(
             skipped,
-            ["placement cores needs 2 cores, this machine has 1: skipping placement cores"]
+            [
+                "placement cores needs 2 cores, this process may use 1 core: skipping placement cores"
+            ]
         );
         skipped.clear();
         let error = plans("single,cores", &layout, PlacementChoice::User, &mut skipped)
             .unwrap_err()
             .to_string();
-        assert_eq!(error, "placement cores needs 2 cores, this machine has 1");
+        assert_eq!(
+            error,
+            "placement cores needs 2 cores, this process may use 1 core"
+        );
         // A CPU list the machine lacks is never a default: refused either way.
         for choice in [PlacementChoice::User, PlacementChoice::Default] {
             assert!(plans("cpus:0,7", &layout, choice, &mut skipped).is_err());

@@ -157,7 +157,7 @@ fn default_placements_on_one_cpu_measure_single_and_note_the_skipped_cores() {
     assert_eq!(output.status.code(), Some(0), "{err}");
     assert!(
         err.lines().any(|line| line
-            == "placement cores needs 2 cores, this machine has 1: skipping placement cores"),
+            == "placement cores needs 2 cores, this process may use 1 core: skipping placement cores"),
         "{err}"
     );
     assert!(!err.contains("error"), "{err}");
@@ -175,7 +175,7 @@ fn named_placements_one_cpu_cannot_host_are_one_line_errors() {
         assert_eq!(err.trim_end().lines().count(), 1, "{placement}: {err}");
         assert_eq!(
             err.trim_end(),
-            "error: placement cores needs 2 cores, this machine has 1",
+            "error: placement cores needs 2 cores, this process may use 1 core",
             "{placement}"
         );
         assert!(output.stdout.is_empty(), "{placement}: nothing measured");

@@ -181,7 +181,8 @@ fn tail_latency_on_one_cpu_reports_the_placements_it_cannot_host() {
         markdown.contains(&format!("A request = {runs} {noun} of the kernel")),
         "{markdown}"
     );
-    let cores_note = "placement cores needs 2 cores, this machine has 1: skipping placement cores";
+    let cores_note =
+        "placement cores needs 2 cores, this process may use 1 core: skipping placement cores";
     let finding = markdown
         .lines()
         .find(|line| line.starts_with("- `smt-finding`"))

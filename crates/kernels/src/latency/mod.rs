@@ -454,8 +454,12 @@ pub enum LatencyError {
     /// `smt` on a machine whose cores have one hardware thread each.
     #[error("no SMT siblings")]
     NoSmtSiblings,
-    /// A placement needs more cores than the machine has.
-    #[error("placement {placement} needs {needed} cores, this machine has {available}")]
+    /// A placement needs more cores than the machine has — the cores of the CPUs this process
+    /// may use (a `taskset` or a container's CPU set leaves fewer than the machine's).
+    #[error(
+        "placement {placement} needs {needed} cores, this process may use {available} core{}",
+        if *available == 1 { "" } else { "s" }
+    )]
     NotEnoughCores {
         /// The placement.
         placement: String,
